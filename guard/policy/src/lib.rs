@@ -1,5 +1,27 @@
-//! execguard policy engine (skeleton; being filled in).
-#![cfg_attr(not(feature = "std"), no_std)]
+//! # execguard policy engine
+//!
+//! Pure, allocation-free and `no_std`: the preload library, the CLI, the wrappers, the tests and
+//! the fuzzers share it. It never calls the OS itself; callers pass an implementation of
+//! [`sys::Sys`].
+//!
+//! - [`policy`]: the policy file (a strict TOML subset) and its limits.
+//! - [`shebang`]: `#!` parsing exactly as the kernel does it.
+//! - [`decide`]: the decision for one exec call, returning a [`decide::Verdict`] with a
+//!   stable [`Reason`].
+//! - [`audit`]: one JSON line per decision, formatted into a caller's buffer.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
 
+pub mod audit;
+pub mod decide;
+pub mod path;
+pub mod policy;
 pub mod profile;
+pub mod reason;
+pub mod shebang;
+pub mod sys;
+pub mod text;
+
+pub use decide::{decide, Context, Request, RuntimeIds, Target, Verdict};
+pub use policy::{Policy, PolicyError};
 pub use profile::Profile;
+pub use reason::Reason;

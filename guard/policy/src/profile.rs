@@ -14,7 +14,12 @@ pub enum Profile {
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [Self::Strict, Self::Development, Self::Build, Self::Breakglass];
+    pub const ALL: [Profile; 4] = [
+        Self::Strict,
+        Self::Development,
+        Self::Build,
+        Self::Breakglass,
+    ];
 
     /// The stable name used in policies, environments and audit records.
     pub const fn as_str(self) -> &'static str {
@@ -28,6 +33,8 @@ impl Profile {
 
     /// Parses an exact, lower-case profile name; anything else is `None` (callers refuse it).
     pub fn from_name(name: &[u8]) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.as_str().as_bytes() == name)
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str().as_bytes() == name)
     }
 }

@@ -1,0 +1,774 @@
+//! The decision: would this exec map native code from a mutable place, or start a protected
+//! runtime from the wrong caller?
+//!
+//! It follows what the kernel would do for the call: open the target, read its first bytes,
+//! follow the `#!` chain (the kernel starts each interpreter without going back through libc),
+//! look inside direct loader invocations, and check the shared objects the new environment
+//! names. Every file is identified by the kernel's own name for the open file, so symlinks,
+//! `..`, relative paths, dirfds and `/proc/self/fd/N` resolve exactly as they will for the exec.
+
+// No heap in the exec path: a denial carries the deciding path inline, so Verdict is large by design.
+#![allow(clippy::large_enum_variant, clippy::result_large_err)]
+
+use crate::path::{basename, is_anonymous, is_loader_name, PathBuf};
+use crate::policy::{Policy, MAX_RUNTIMES};
+use crate::reason::Reason;
+use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
+use crate::sys::{env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC};
+use crate::text::words;
+use crate::Profile;
+
+/// Files the kernel examines for one exec: the target and up to five interpreters.
+pub const MAX_CHAIN: usize = 6;
+
+/// glibc's PATH when the environment has none.
+pub const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+
+/// What an exec call names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target<'r> {
+    /// `execve(path)`: absolute, or relative to the cwd.
+    Path(&'r [u8]),
+    /// `execveat(dirfd, path, flags)` with a relative path.
+    At {
+        dirfd: i32,
+        path: &'r [u8],
+        nofollow: bool,
+    },
+    /// `fexecve(fd)` / `execveat(fd, "", AT_EMPTY_PATH)`.
+    Fd(i32),
+}
+
+impl<'r> Target<'r> {
+    /// Classifies `execveat` arguments the way the kernel does.
+    pub fn execveat(dirfd: i32, path: &'r [u8], empty_path: bool, nofollow: bool) -> Self {
+        if path.is_empty() && empty_path {
+            Target::Fd(dirfd)
+        } else if path.starts_with(b"/") {
+            Target::Path(path)
+        } else {
+            Target::At {
+                dirfd,
+                path,
+                nofollow,
+            }
+        }
+    }
+
+    fn at(&self) -> (At<'r>, bool) {
+        match *self {
+            Target::Path(p) => (At::Cwd(p), true),
+            Target::At {
+                dirfd,
+                path,
+                nofollow,
+            } => (At::Dir(dirfd, path), !nofollow),
+            Target::Fd(fd) => (At::Fd(fd), true),
+        }
+    }
+
+    /// The name the caller used (empty for a bare fd).
+    pub fn name(&self) -> &'r [u8] {
+        match *self {
+            Target::Path(p) | Target::At { path: p, .. } => p,
+            Target::Fd(_) => b"",
+        }
+    }
+}
+
+/// One exec call, as the guard sees it.
+pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
+    pub target: Target<'r>,
+    pub argv: &'r A,
+    pub envp: &'r E,
+}
+
+/// The outcome.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Let the call through (`Allowed`, or `Breakglass` to be audited).
+    Allow(Reason),
+    /// Refuse: the caller gets -1 with `errno` (EACCES unless the reason says otherwise), a
+    /// line on stderr and an audit record naming `path`, the file that decided.
+    Deny {
+        reason: Reason,
+        errno: Errno,
+        path: PathBuf,
+    },
+    /// Fail exactly as the kernel would have (missing target, directory...), without running
+    /// anything and without a refusal message.
+    Kernel(Errno),
+}
+
+impl Verdict {
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Verdict::Allow(_))
+    }
+}
+
+fn deny(reason: Reason, path: &[u8]) -> Verdict {
+    deny_errno(reason, EACCES, path)
+}
+
+fn deny_errno(reason: Reason, errno: Errno, path: &[u8]) -> Verdict {
+    let mut p = PathBuf::new();
+    // A path too long for the buffer is shown cut; the refusal itself does not depend on it.
+    let n = path.len().min(crate::path::PATH_MAX - 1);
+    let _ = p.push_bytes(&path[..n]);
+    Verdict::Deny {
+        reason,
+        errno,
+        path: p,
+    }
+}
+
+/// Device and inode of every protected runtime and its wrapper, resolved once per process.
+#[derive(Clone, Copy, Debug)]
+pub struct RuntimeIds {
+    runtime: [Option<FileInfo>; MAX_RUNTIMES],
+    wrapper: [Option<FileInfo>; MAX_RUNTIMES],
+    n: usize,
+}
+
+impl RuntimeIds {
+    pub const NONE: RuntimeIds = RuntimeIds {
+        runtime: [None; MAX_RUNTIMES],
+        wrapper: [None; MAX_RUNTIMES],
+        n: 0,
+    };
+
+    /// Stats every runtime and wrapper path; a missing file protects (or approves) nothing.
+    pub fn resolve<S: Sys>(sys: &mut S, policy: &Policy<'_>) -> Self {
+        let mut ids = Self::NONE;
+        for (i, rt) in policy.runtimes().enumerate() {
+            ids.runtime[i] = sys.stat(rt.path).ok();
+            ids.wrapper[i] = sys.stat(rt.wrapper).ok();
+            ids.n = i + 1;
+        }
+        ids
+    }
+
+    /// Which runtime entry is this file, if any?
+    pub fn runtime_of(&self, file: &FileInfo) -> Option<usize> {
+        self.runtime[..self.n]
+            .iter()
+            .position(|r| r.is_some_and(|r| r.same_file(file)))
+    }
+
+    /// May a process running `caller` start a runtime called `name`? Its wrapper may, and so may
+    /// the runtime itself (git starting git).
+    pub fn caller_may_start(&self, policy: &Policy<'_>, name: &[u8], caller: &FileInfo) -> bool {
+        policy.runtimes().enumerate().take(self.n).any(|(i, rt)| {
+            rt.name == name
+                && (self.wrapper[i].is_some_and(|w| w.same_file(caller))
+                    || self.runtime[i].is_some_and(|r| r.same_file(caller)))
+        })
+    }
+}
+
+/// What the engine needs besides the request.
+pub struct Context<'c, 't> {
+    pub policy: &'c Policy<'t>,
+    pub runtimes: &'c RuntimeIds,
+    /// The guard library itself, skipped when it appears in `LD_PRELOAD`.
+    pub self_lib: Option<&'c [u8]>,
+}
+
+impl Profile {
+    /// May file-backed native code from mutable roots run?
+    pub fn allows_mutable_native(self) -> bool {
+        !matches!(self, Profile::Strict)
+    }
+    /// May native code with no name on disk (memfd, deleted) run?
+    pub fn allows_anonymous_native(self) -> bool {
+        matches!(self, Profile::Build | Profile::Breakglass)
+    }
+}
+
+/// One file of the chain, inspected and closed again.
+struct Hop {
+    info: FileInfo,
+    head: [u8; BINPRM_BUF_SIZE],
+    head_len: usize,
+    readable: bool,
+    kpath: PathBuf,
+}
+
+fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool) -> Result<Hop, Verdict> {
+    let mut hop = Hop {
+        info: FileInfo::default(),
+        head: [0; BINPRM_BUF_SIZE],
+        head_len: 0,
+        readable: true,
+        kpath: PathBuf::new(),
+    };
+    let fd = match sys.open(at, OpenMode::Read, follow) {
+        Ok(fd) => fd,
+        Err(EACCES) => {
+            // Execute-only files can still be identified, though not read.
+            hop.readable = false;
+            sys.open(at, OpenMode::PathOnly, follow)
+                .map_err(Verdict::Kernel)?
+        }
+        Err(e) => return Err(Verdict::Kernel(e)),
+    };
+    let result = (|| {
+        hop.info = sys.fstat(&fd).map_err(Verdict::Kernel)?;
+        if hop.readable && hop.info.is_regular() {
+            hop.head_len = sys.read_head(&fd, &mut hop.head).map_err(Verdict::Kernel)?;
+        }
+        sys.fd_path(&fd, &mut hop.kpath)
+            .map_err(|_| deny(Reason::ProcUnavailable, b"/proc/self/fd"))?;
+        Ok(())
+    })();
+    sys.close(fd);
+    result.map(|()| hop)
+}
+
+/// Where a piece of the argv that an interpreter will see is stored.
+#[derive(Clone, Copy)]
+enum Piece {
+    Arena(usize, usize),
+    Target,
+}
+
+/// The argv each file of the chain receives: the kernel turns `script args` into
+/// `interpreter [arg] script args`, once per `#!` level.
+struct Chain<'r, A: StrList + ?Sized> {
+    arena: [u8; MAX_CHAIN * BINPRM_BUF_SIZE],
+    used: usize,
+    /// Arguments between the current argv[0] and the caller's argv[1..].
+    prefix: [Piece; 2 * MAX_CHAIN],
+    n: usize,
+    /// The name the current file was started by (the exec path, then each interpreter).
+    current: Piece,
+    argv: &'r A,
+    target: &'r [u8],
+}
+
+impl<'r, A: StrList + ?Sized> Chain<'r, A> {
+    fn get(&self, p: Piece) -> &[u8] {
+        match p {
+            Piece::Arena(s, n) => &self.arena[s..s + n],
+            Piece::Target => self.target,
+        }
+    }
+
+    fn store(&mut self, s: &[u8]) -> Piece {
+        let start = self.used;
+        self.arena[start..start + s.len()].copy_from_slice(s);
+        self.used += s.len();
+        Piece::Arena(start, s.len())
+    }
+
+    /// The kernel runs `interpreter [argument] <current name> <prefix...> argv[1..]`.
+    fn enter_interpreter(&mut self, interpreter: &[u8], argument: Option<&[u8]>) {
+        let mut front = [Piece::Target; 2];
+        let mut k = 0;
+        if let Some(a) = argument {
+            front[k] = self.store(a);
+            k += 1;
+        }
+        front[k] = self.current;
+        k += 1;
+        self.prefix.copy_within(0..self.n, k);
+        self.prefix[..k].copy_from_slice(&front[..k]);
+        self.n += k;
+        self.current = self.store(interpreter);
+    }
+
+    /// argv[1..] of the current file.
+    fn args(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.prefix[..self.n]
+            .iter()
+            .map(|&p| self.get(p))
+            .chain((1..self.argv.len()).filter_map(|i| self.argv.get(i)))
+    }
+}
+
+/// Decides one exec call.
+pub fn decide<S, A, E>(sys: &mut S, ctx: &Context<'_, '_>, req: &Request<'_, A, E>) -> Verdict
+where
+    S: Sys,
+    A: StrList + ?Sized,
+    E: StrList + ?Sized,
+{
+    match decide_chain(sys, ctx, req) {
+        Ok(reason) => Verdict::Allow(reason),
+        Err(verdict) => verdict,
+    }
+}
+
+fn decide_chain<S, A, E>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    req: &Request<'_, A, E>,
+) -> Result<Reason, Verdict>
+where
+    S: Sys,
+    A: StrList + ?Sized,
+    E: StrList + ?Sized,
+{
+    let policy = ctx.policy;
+    let profile = policy.profile();
+    if req.argv.is_empty() {
+        return Err(deny(Reason::ArgvEmpty, req.target.name()));
+    }
+    if profile == Profile::Breakglass {
+        return Ok(Reason::Breakglass);
+    }
+    check_environment(sys, ctx, req.envp)?;
+
+    let (at, follow) = req.target.at();
+    let mut hop = inspect(sys, at, follow)?;
+    let mut chain = Chain {
+        arena: [0; MAX_CHAIN * BINPRM_BUF_SIZE],
+        used: 0,
+        prefix: [Piece::Target; 2 * MAX_CHAIN],
+        n: 0,
+        current: Piece::Target,
+        argv: req.argv,
+        target: req.target.name(),
+    };
+    for depth in 0..MAX_CHAIN {
+        if !hop.info.is_regular() {
+            return Err(Verdict::Kernel(EACCES));
+        }
+        let kpath = hop.kpath.as_bytes();
+        let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
+        let mutable = anonymous || policy.mutable_root_of(kpath).is_some();
+        let requested = chain.get(chain.current);
+        check_allowed(policy, requested, kpath)?;
+        check_protected(sys, ctx, &hop.info, kpath)?;
+        if !hop.readable {
+            return if mutable {
+                Err(deny(Reason::UnreadableMutable, kpath))
+            } else {
+                Ok(Reason::Allowed)
+            };
+        }
+        let buf = shebang::pad(&hop.head[..hop.head_len]);
+        if buf.starts_with(b"\x7fELF") {
+            if mutable {
+                check_native(profile, anonymous, Reason::MutableNative, kpath)?;
+            }
+            if is_loader_name(kpath) || is_loader_name(requested) {
+                check_loader(sys, ctx, chain.args())?;
+            }
+            return Ok(Reason::Allowed);
+        }
+        let Shebang::Script {
+            interpreter,
+            argument,
+        } = shebang::parse(&buf)
+        else {
+            // Neither ELF nor a valid #!: the kernel answers ENOEXEC unless binfmt_misc knows the
+            // format. The guard cannot know binfmt_misc's handlers cheaply, so for mutable files
+            // it gives the kernel's ordinary answer and runs nothing.
+            return if mutable && !profile.allows_mutable_native() {
+                Err(deny_errno(Reason::MutableUnknownFormat, ENOEXEC, kpath))
+            } else {
+                Ok(Reason::Allowed)
+            };
+        };
+        if depth + 1 == MAX_CHAIN {
+            return Err(deny_errno(Reason::ShebangTooDeep, ELOOP, kpath));
+        }
+        if mutable {
+            check_script_runtime(sys, ctx, interpreter, argument, req.envp, kpath)?;
+        }
+        chain.enter_interpreter(interpreter, argument);
+        let next = chain.get(chain.current);
+        hop = inspect(sys, At::Cwd(next), true)?;
+    }
+    unreachable_chain()
+}
+
+#[cold]
+fn unreachable_chain() -> Result<Reason, Verdict> {
+    // The loop returns at depth MAX_CHAIN - 1 at the latest.
+    Err(deny(Reason::InternalError, b""))
+}
+
+fn check_native(
+    profile: Profile,
+    anonymous: bool,
+    reason: Reason,
+    path: &[u8],
+) -> Result<(), Verdict> {
+    if anonymous && !profile.allows_anonymous_native() {
+        let reason = if reason == Reason::MutableNative {
+            Reason::AnonymousNative
+        } else {
+            reason
+        };
+        return Err(deny(reason, path));
+    }
+    if !anonymous && !profile.allows_mutable_native() {
+        return Err(deny(reason, path));
+    }
+    Ok(())
+}
+
+fn check_allowed(policy: &Policy<'_>, requested: &[u8], kpath: &[u8]) -> Result<(), Verdict> {
+    if !policy.has_allow_list() {
+        return Ok(());
+    }
+    let ok = policy.allow_commands().any(|entry| {
+        if entry.contains(&b'/') {
+            entry == requested || entry == kpath
+        } else {
+            entry == basename(requested) || entry == basename(kpath)
+        }
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(deny(
+            Reason::CommandNotAllowed,
+            if requested.is_empty() {
+                kpath
+            } else {
+                requested
+            },
+        ))
+    }
+}
+
+fn check_protected<S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    file: &FileInfo,
+    kpath: &[u8],
+) -> Result<(), Verdict> {
+    let Some(i) = ctx.runtimes.runtime_of(file) else {
+        return Ok(());
+    };
+    let Some(rt) = ctx.policy.runtimes().nth(i) else {
+        return Err(deny(Reason::InternalError, kpath));
+    };
+    let caller = sys
+        .caller_exe()
+        .map_err(|_| deny(Reason::ProcUnavailable, b"/proc/self/exe"))?;
+    if ctx.runtimes.caller_may_start(ctx.policy, rt.name, &caller) {
+        Ok(())
+    } else {
+        Err(deny(Reason::ProtectedRuntimeDirect, kpath))
+    }
+}
+
+/// Shared objects and library directories named by the new environment.
+fn check_environment<S: Sys, E: StrList + ?Sized>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    envp: &E,
+) -> Result<(), Verdict> {
+    for var in [&b"LD_PRELOAD"[..], b"LD_AUDIT"] {
+        if let Some(list) = env_get(envp, var) {
+            check_objects(sys, ctx, list)?;
+        }
+    }
+    if let Some(dirs) = env_get(envp, b"LD_LIBRARY_PATH") {
+        check_library_dirs(sys, ctx, dirs)?;
+    }
+    Ok(())
+}
+
+/// `LD_PRELOAD`/`LD_AUDIT`/`--preload`/`--audit` lists: entries split at `:` and blanks.
+/// Names without `/` are searched in library directories, which are checked on their own.
+fn check_objects<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, list: &[u8]) -> Result<(), Verdict> {
+    let entries = list.split(|&c| c == b':' || c == b' ' || c == b'\t');
+    for entry in entries.filter(|e| e.contains(&b'/')) {
+        if Some(entry) == ctx.self_lib {
+            continue;
+        }
+        check_mutable_object(sys, ctx, entry, Reason::PreloadMutable)?;
+    }
+    Ok(())
+}
+
+/// `LD_LIBRARY_PATH`/`--library-path`: entries split at `:` and `;`; an empty entry is the cwd.
+fn check_library_dirs<S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    list: &[u8],
+) -> Result<(), Verdict> {
+    for dir in list.split(|&c| c == b':' || c == b';') {
+        let dir = if dir.is_empty() { &b"."[..] } else { dir };
+        check_mutable_object(sys, ctx, dir, Reason::LibraryPathMutable)?;
+    }
+    Ok(())
+}
+
+/// Refuses an object or directory that resolves into a mutable root (or has no name on disk).
+/// One that cannot be opened is refused too, unless it is absolute and lexically outside every
+/// mutable root: otherwise it could be created there between this check and the loader's open.
+fn check_mutable_object<S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    entry: &[u8],
+    reason: Reason,
+) -> Result<(), Verdict> {
+    let profile = ctx.policy.profile();
+    let fd = match sys.open(At::Cwd(entry), OpenMode::PathOnly, true) {
+        Ok(fd) => fd,
+        Err(_) => {
+            return match lexical_normal(entry) {
+                Some(p) if ctx.policy.mutable_root_of(p.as_bytes()).is_none() => Ok(()),
+                _ if profile.allows_mutable_native() => Ok(()),
+                _ => Err(deny(reason, entry)),
+            };
+        }
+    };
+    let mut kpath = PathBuf::new();
+    let seen = sys
+        .fstat(&fd)
+        .and_then(|info| sys.fd_path(&fd, &mut kpath).map(|()| info));
+    sys.close(fd);
+    let info = seen.map_err(|_| deny(Reason::ProcUnavailable, entry))?;
+    let kp = kpath.as_bytes();
+    let anonymous = is_anonymous(kp) || info.nlink == 0;
+    if anonymous || ctx.policy.mutable_root_of(kp).is_some() {
+        check_native(profile, anonymous, reason, kp)?;
+    }
+    Ok(())
+}
+
+/// `/a/./b/../c` → `/a/c` for absolute paths; `None` for relative or overlong ones.
+fn lexical_normal(path: &[u8]) -> Option<PathBuf> {
+    if !path.starts_with(b"/") {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for part in path.split(|&c| c == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                let cut = out.as_bytes().iter().rposition(|&c| c == b'/').unwrap_or(0);
+                out.set_len(cut);
+            }
+            _ => {
+                out.push_bytes(b"/").ok()?;
+                out.push_bytes(part).ok()?;
+            }
+        }
+    }
+    if out.as_bytes().is_empty() {
+        out.push_bytes(b"/").ok()?;
+    }
+    Some(out)
+}
+
+const LOADER_FLAGS: [&[u8]; 5] = [
+    b"--list",
+    b"--verify",
+    b"--inhibit-cache",
+    b"--list-tunables",
+    b"--list-diagnostics",
+];
+const LOADER_VALUED: [&[u8]; 7] = [
+    b"--library-path",
+    b"--inhibit-rpath",
+    b"--audit",
+    b"--preload",
+    b"--argv0",
+    b"--glibc-hwcaps-prepend",
+    b"--glibc-hwcaps-mask",
+];
+
+/// `ld-linux*.so [options] PROGRAM ...`: the loader maps PROGRAM and the objects its options
+/// name. Options are matched exactly, as glibc's rtld does; the first other word is PROGRAM.
+fn check_loader<'a, S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    mut args: impl Iterator<Item = &'a [u8]>,
+) -> Result<(), Verdict> {
+    while let Some(arg) = args.next() {
+        if LOADER_FLAGS.contains(&arg) {
+            continue;
+        }
+        if arg == b"--help" || arg == b"--version" {
+            return Ok(());
+        }
+        if LOADER_VALUED.contains(&arg) {
+            let Some(value) = args.next() else {
+                return Ok(());
+            }; // rtld then treats the option as the program name and fails
+            match arg {
+                b"--library-path" => check_library_dirs(sys, ctx, value)?,
+                b"--audit" | b"--preload" => check_objects(sys, ctx, value)?,
+                _ => {}
+            }
+            continue;
+        }
+        // The program. Without a `/` rtld searches library directories for it: refuse, since
+        // the guard would have to replay that search to know which file runs.
+        if !arg.contains(&b'/') {
+            return Err(deny(Reason::LoaderAmbiguous, arg));
+        }
+        let hop = inspect(sys, At::Cwd(arg), true).map_err(|v| match v {
+            Verdict::Kernel(_) => deny(Reason::LoaderAmbiguous, arg),
+            other => other,
+        })?;
+        let kpath = hop.kpath.as_bytes();
+        check_allowed(ctx.policy, arg, kpath)?;
+        check_protected(sys, ctx, &hop.info, kpath)?;
+        let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
+        if anonymous || ctx.policy.mutable_root_of(kpath).is_some() {
+            check_native(
+                ctx.policy.profile(),
+                anonymous,
+                Reason::MutableNative,
+                kpath,
+            )?;
+        }
+        return Ok(());
+    }
+    Ok(())
+}
+
+/// A mutable script must not select a protected runtime: directly, through the loader, or
+/// through `env` (including `-S` and a `PATH=` assignment).
+fn check_script_runtime<S: Sys, E: StrList + ?Sized>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    interpreter: &[u8],
+    argument: Option<&[u8]>,
+    envp: &E,
+    script: &[u8],
+) -> Result<(), Verdict> {
+    let refuse = || deny(Reason::ProtectedRuntimeScript, script);
+    let is_runtime = |sys: &mut S, path: &[u8]| {
+        sys.stat(path)
+            .is_ok_and(|info| ctx.runtimes.runtime_of(&info).is_some())
+    };
+    if is_runtime(sys, interpreter) {
+        return Err(refuse());
+    }
+    if is_loader_name(interpreter) {
+        // The loader gets the whole argument as one word; a word without `/` is refused by the
+        // loader check of the next hop.
+        if let Some(program) = argument {
+            if is_runtime(sys, program) {
+                return Err(refuse());
+            }
+        }
+        return Ok(());
+    }
+    if basename(interpreter) != b"env" {
+        return Ok(());
+    }
+    let Some(argument) = argument else {
+        return Ok(());
+    };
+    let ambiguous = || deny(Reason::ShebangAmbiguous, script);
+    // Without -S, env sees the argument as one word; with -S it splits it (quotes, escapes and
+    // ${VAR} expansions are refused rather than replayed).
+    let split = argument
+        .strip_prefix(b"--split-string=")
+        .or_else(|| argument.strip_prefix(b"-S"))
+        .or_else(|| argument.strip_prefix(b"--split-string"));
+    let mut path_override: Option<&[u8]> = None;
+    let mut command: Option<&[u8]> = None;
+    let mut single = [argument];
+    let list: &mut dyn Iterator<Item = &[u8]> = match split {
+        Some(s) => {
+            if s.iter().any(|c| matches!(c, b'\\' | b'\'' | b'"' | b'$')) {
+                return Err(ambiguous());
+            }
+            &mut words(s)
+        }
+        None => &mut single.iter_mut().map(|w| &**w),
+    };
+    let mut options = true;
+    let mut skip_value = false;
+    for word in list {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if options && word.starts_with(b"-") {
+            match word {
+                b"--" => options = false,
+                b"-" | b"-i" | b"--ignore-environment" | b"-0" | b"--null" | b"-v" | b"--debug" => {
+                }
+                b"-u" | b"--unset" => skip_value = true,
+                w if w.starts_with(b"-u") || w.starts_with(b"--unset=") => {}
+                w if w.starts_with(b"--block-signal")
+                    || w.starts_with(b"--default-signal")
+                    || w.starts_with(b"--ignore-signal") => {}
+                _ => return Err(ambiguous()), // -C/--chdir, nested -S, unknown options
+            }
+            continue;
+        }
+        options = false;
+        if let Some(eq) = word.iter().position(|&c| c == b'=') {
+            if &word[..eq] == b"PATH" {
+                path_override = Some(&word[eq + 1..]);
+            }
+            continue;
+        }
+        command = Some(word);
+        break;
+    }
+    let Some(command) = command else {
+        return Ok(());
+    };
+    if command.contains(&b'/') {
+        return if is_runtime(sys, command) {
+            Err(refuse())
+        } else {
+            Ok(())
+        };
+    }
+    let search = path_override
+        .or_else(|| env_get(envp, b"PATH"))
+        .unwrap_or(DEFAULT_PATH);
+    for dir in search.split(|&c| c == b':') {
+        let Ok(candidate) = PathBuf::join(dir, command) else {
+            return Err(deny(Reason::PathTooLong, script));
+        };
+        if sys.is_executable(candidate.as_bytes()) {
+            return if is_runtime(sys, candidate.as_bytes()) {
+                Err(refuse())
+            } else {
+                Ok(())
+            };
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical() {
+        let n = |p: &[u8]| lexical_normal(p).map(|b| b.as_bytes().to_vec());
+        assert_eq!(n(b"/a/./b/../c"), Some(b"/a/c".to_vec()));
+        assert_eq!(
+            n(b"/usr/../workspace/lib"),
+            Some(b"/workspace/lib".to_vec())
+        );
+        assert_eq!(n(b"/.."), Some(b"/".to_vec()));
+        assert_eq!(n(b"rel"), None);
+    }
+
+    #[test]
+    fn execveat_targets() {
+        assert_eq!(Target::execveat(3, b"", true, false), Target::Fd(3));
+        assert_eq!(
+            Target::execveat(3, b"/bin/x", false, false),
+            Target::Path(b"/bin/x")
+        );
+        assert_eq!(
+            Target::execveat(3, b"x", false, true),
+            Target::At {
+                dirfd: 3,
+                path: b"x",
+                nofollow: true
+            }
+        );
+    }
+}

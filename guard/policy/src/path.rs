@@ -1,0 +1,202 @@
+//! Byte-path helpers: fixed-size buffers (no allocation) and root matching.
+
+/// Linux `PATH_MAX`, the longest path the kernel accepts, NUL included.
+pub const PATH_MAX: usize = 4096;
+
+/// A path in a fixed inline buffer. Never allocates; overlong input is an error, not a truncation.
+#[derive(Clone)]
+pub struct PathBuf {
+    buf: [u8; PATH_MAX],
+    len: usize,
+}
+
+/// A path would not fit in [`PATH_MAX`] bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLong;
+
+impl PathBuf {
+    pub const fn new() -> Self {
+        Self {
+            buf: [0; PATH_MAX],
+            len: 0,
+        }
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, TooLong> {
+        let mut p = Self::new();
+        p.push_bytes(bytes)?;
+        Ok(p)
+    }
+
+    /// `dir` + `/` + `name`, as glibc's PATH search builds candidates (an empty `dir` is the cwd).
+    pub fn join(dir: &[u8], name: &[u8]) -> Result<Self, TooLong> {
+        let mut p = Self::new();
+        if !dir.is_empty() {
+            p.push_bytes(dir)?;
+            p.push_bytes(b"/")?;
+        }
+        p.push_bytes(name)?;
+        Ok(p)
+    }
+
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<(), TooLong> {
+        // Keep one byte for the NUL that C callers need.
+        if self.len + bytes.len() >= PATH_MAX {
+            return Err(TooLong);
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+        Ok(())
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// The path followed by a NUL, for C calls.
+    pub fn as_c_bytes(&mut self) -> &[u8] {
+        self.buf[self.len] = 0;
+        &self.buf[..=self.len]
+    }
+
+    /// Space to read into (e.g. `readlink`), then [`PathBuf::set_len`].
+    pub fn spare(&mut self) -> &mut [u8] {
+        &mut self.buf[..PATH_MAX - 1]
+    }
+
+    pub fn set_len(&mut self, len: usize) {
+        self.len = len.min(PATH_MAX - 1);
+    }
+}
+
+impl Default for PathBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for PathBuf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "PathBuf({:?})", crate::text::Lossy(self.as_bytes()))
+    }
+}
+
+/// Is `path` the root itself or below it? Both must be canonical (no `//`, `.`, `..`, no
+/// trailing `/`), which is what the kernel reports for an open file and what the policy
+/// validator enforces for roots.
+pub fn is_under(path: &[u8], root: &[u8]) -> bool {
+    path.starts_with(root) && (path.len() == root.len() || path[root.len()] == b'/')
+}
+
+/// Does the kernel's name for an open file say it has no name on disk? memfds read
+/// `/memfd:NAME (deleted)`, unlinked and `O_TMPFILE` files end in ` (deleted)`, and anonymous
+/// inodes do not start with `/`.
+pub fn is_anonymous(kernel_path: &[u8]) -> bool {
+    !kernel_path.starts_with(b"/")
+        || kernel_path.starts_with(b"/memfd:")
+        || kernel_path.ends_with(b" (deleted)")
+}
+
+/// The last component of a path (the whole input when it has no `/`).
+pub fn basename(path: &[u8]) -> &[u8] {
+    match memchr_rev(b'/', path) {
+        Some(i) => &path[i + 1..],
+        None => path,
+    }
+}
+
+fn memchr_rev(c: u8, s: &[u8]) -> Option<usize> {
+    s.iter().rposition(|&b| b == c)
+}
+
+/// Is `root` an absolute canonical path other than `/` (what the policy accepts)?
+pub fn is_canonical_root(root: &[u8]) -> bool {
+    root.len() > 1
+        && root[0] == b'/'
+        && !root.ends_with(b"/")
+        && root[1..]
+            .split(|&c| c == b'/')
+            .all(|part| !part.is_empty() && part != b"." && part != b"..")
+}
+
+/// Is this the name of a dynamic loader (`ld-linux-x86-64.so.2`, `ld-linux.so.2`, `ld.so`,
+/// `ld64.so.1`, `ld-musl-x86_64.so.1`)? Matched by basename so every copy and link counts.
+pub fn is_loader_name(path: &[u8]) -> bool {
+    let base = basename(path);
+    base == b"ld.so"
+        || (base.starts_with(b"ld")
+            && contains(base, b".so")
+            && (base.starts_with(b"ld-") || base.starts_with(b"ld64")))
+}
+
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn under() {
+        assert!(is_under(b"/workspace", b"/workspace"));
+        assert!(is_under(b"/workspace/a", b"/workspace"));
+        assert!(!is_under(b"/workspace2/a", b"/workspace"));
+        assert!(!is_under(b"/work", b"/workspace"));
+    }
+
+    #[test]
+    fn anonymous() {
+        assert!(is_anonymous(b"/memfd:x (deleted)"));
+        assert!(is_anonymous(b"/tmp/#123 (deleted)"));
+        assert!(is_anonymous(b"anon_inode:[x]"));
+        assert!(!is_anonymous(b"/usr/bin/true"));
+    }
+
+    #[test]
+    fn roots() {
+        for ok in [&b"/tmp"[..], b"/run/user", b"/a.b/c"] {
+            assert!(is_canonical_root(ok), "{ok:?}");
+        }
+        for bad in [
+            &b"/"[..],
+            b"tmp",
+            b"/tmp/",
+            b"/a//b",
+            b"/a/./b",
+            b"/a/../b",
+            b"",
+        ] {
+            assert!(!is_canonical_root(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn loaders() {
+        for l in [
+            &b"/lib64/ld-linux-x86-64.so.2"[..],
+            b"ld-linux.so.2",
+            b"/usr/lib/ld.so",
+            b"ld64.so.1",
+            b"/lib/ld-musl-x86_64.so.1",
+        ] {
+            assert!(is_loader_name(l), "{l:?}");
+        }
+        for n in [
+            &b"/usr/bin/ld"[..],
+            b"ldd",
+            b"/usr/bin/ld.gold",
+            b"old-linux.so",
+        ] {
+            assert!(!is_loader_name(n), "{n:?}");
+        }
+    }
+
+    #[test]
+    fn path_buf_limits() {
+        assert!(PathBuf::from_bytes(&[b'a'; PATH_MAX - 1]).is_ok());
+        assert_eq!(PathBuf::from_bytes(&[b'a'; PATH_MAX]).err(), Some(TooLong));
+        assert_eq!(PathBuf::join(b"", b"x").unwrap().as_bytes(), b"x");
+        assert_eq!(PathBuf::join(b"/bin", b"x").unwrap().as_bytes(), b"/bin/x");
+    }
+}

@@ -1,0 +1,739 @@
+//! The policy file: a strict subset of TOML that the guard parses without allocating.
+//!
+//! ```toml
+//! version = 1
+//! profile = "strict"                       # strict | development | build | breakglass
+//! workspace = "/workspace"                 # mutable, like the built-in roots
+//! mutable_roots = ["/cache"]               # added to the built-in roots, never replacing them
+//! allow_commands = []                      # empty: no allow-list; else basenames or paths
+//! audit_log = "/state/execguard/audit.jsonl"
+//! audit_allow = false                      # also record allowed execs
+//! runtime_profile = "/run/execguard/state/profile"  # root-owned file that may set the profile
+//!
+//! [[runtime]]                               # a protected runtime and the wrapper that may start it
+//! name = "git"
+//! path = "/usr/libexec/execguard/real/git"
+//! wrapper = "/usr/libexec/execguard/bin/execguard-git"
+//! ```
+//!
+//! Accepted: `key = value` lines, `#` comments, `"..."` strings without escapes, `'...'`
+//! strings, arrays of strings (may span lines, trailing comma allowed), `true`/`false`,
+//! non-negative integers, and `[[runtime]]` headers. Everything else is refused: unknown or
+//! repeated keys, escapes, other tables, too many entries, non-canonical paths. Every document
+//! this parser accepts means the same to a full TOML parser (a test checks it).
+
+use crate::path::{is_canonical_root, is_under};
+use crate::text::Lossy;
+use crate::Profile;
+
+/// The largest policy accepted (it also travels inline in the environment).
+pub const MAX_POLICY_BYTES: usize = 16 * 1024;
+pub const MAX_ROOTS: usize = 32;
+pub const MAX_ALLOWED: usize = 256;
+pub const MAX_RUNTIMES: usize = 16;
+
+/// Roots that are always mutable, whatever the policy says.
+pub const BUILTIN_MUTABLE_ROOTS: [&[u8]; 5] =
+    [b"/state", b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/user"];
+
+/// The workspace when the policy names none.
+pub const DEFAULT_WORKSPACE: &[u8] = b"/workspace";
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u16,
+    len: u16,
+}
+
+/// A protected runtime: the real binary `path` may only be started by `wrapper` (or by a
+/// runtime of the same `name`, so that git can start git).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runtime<'a> {
+    pub name: &'a [u8],
+    pub path: &'a [u8],
+    pub wrapper: &'a [u8],
+}
+
+/// Where each value sits in the policy text. Plain data, so a parsed policy can be cached.
+#[derive(Clone, Debug)]
+pub struct Index {
+    profile: Profile,
+    workspace: Option<Span>,
+    runtime_profile: Option<Span>,
+    audit_log: Option<Span>,
+    audit_allow: bool,
+    roots: [Span; MAX_ROOTS],
+    n_roots: usize,
+    allowed: [Span; MAX_ALLOWED],
+    n_allowed: usize,
+    runtimes: [[Span; 3]; MAX_RUNTIMES],
+    n_runtimes: usize,
+}
+
+impl Index {
+    const EMPTY: Index = Index {
+        profile: Profile::Strict,
+        workspace: None,
+        runtime_profile: None,
+        audit_log: None,
+        audit_allow: false,
+        roots: [Span { start: 0, len: 0 }; MAX_ROOTS],
+        n_roots: 0,
+        allowed: [Span { start: 0, len: 0 }; MAX_ALLOWED],
+        n_allowed: 0,
+        runtimes: [[Span { start: 0, len: 0 }; 3]; MAX_RUNTIMES],
+        n_runtimes: 0,
+    };
+}
+
+/// A parsed, validated policy borrowing its text.
+#[derive(Clone, Debug)]
+pub struct Policy<'a> {
+    text: &'a [u8],
+    index: Index,
+}
+
+/// What is wrong with a policy, and on which line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyError {
+    pub line: u32,
+    pub kind: PolicyErrorKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PolicyErrorKind {
+    TooLarge,
+    NotUtf8,
+    Syntax(&'static str),
+    UnknownKey,
+    DuplicateKey,
+    TooMany(&'static str),
+    BadValue(&'static str),
+    Missing(&'static str),
+}
+
+impl core::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "line {}: ", self.line)?;
+        match self.kind {
+            PolicyErrorKind::TooLarge => {
+                write!(f, "policy is larger than {MAX_POLICY_BYTES} bytes")
+            }
+            PolicyErrorKind::NotUtf8 => write!(f, "policy is not UTF-8"),
+            PolicyErrorKind::Syntax(what) => write!(f, "syntax: {what}"),
+            PolicyErrorKind::UnknownKey => write!(f, "unknown key"),
+            PolicyErrorKind::DuplicateKey => write!(f, "key given twice"),
+            PolicyErrorKind::TooMany(what) => write!(f, "too many {what}"),
+            PolicyErrorKind::BadValue(what) => write!(f, "bad value: {what}"),
+            PolicyErrorKind::Missing(what) => write!(f, "missing {what}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for PolicyError {}
+
+struct Cursor<'a> {
+    text: &'a [u8],
+    pos: usize,
+    line: u32,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.pos).copied()
+    }
+    fn err(&self, kind: PolicyErrorKind) -> PolicyError {
+        PolicyError {
+            line: self.line,
+            kind,
+        }
+    }
+    fn syntax(&self, what: &'static str) -> PolicyError {
+        self.err(PolicyErrorKind::Syntax(what))
+    }
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.pos += 1;
+        }
+    }
+    fn skip_comment(&mut self) {
+        if self.peek() == Some(b'#') {
+            while !matches!(self.peek(), None | Some(b'\n')) {
+                self.pos += 1;
+            }
+        }
+    }
+    /// Skips blanks, comments and line ends (between statements and inside arrays).
+    fn skip_space(&mut self) {
+        loop {
+            self.skip_blanks();
+            self.skip_comment();
+            match self.peek() {
+                Some(b'\n') => {
+                    self.pos += 1;
+                    self.line += 1;
+                }
+                Some(b'\r') if self.text.get(self.pos + 1) == Some(&b'\n') => self.pos += 1,
+                _ => return,
+            }
+        }
+    }
+    /// After a value: blanks, an optional comment, then a line end or the end.
+    fn end_of_statement(&mut self) -> Result<(), PolicyError> {
+        self.skip_blanks();
+        self.skip_comment();
+        match self.peek() {
+            None | Some(b'\n') => Ok(()),
+            Some(b'\r') if self.text.get(self.pos + 1) == Some(&b'\n') => Ok(()),
+            _ => Err(self.syntax("expected end of line")),
+        }
+    }
+    fn bare_key(&mut self) -> Result<&'a [u8], PolicyError> {
+        let start = self.pos;
+        while matches!(
+            self.peek(),
+            Some(b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-')
+        ) {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            return Err(self.syntax("expected a bare key"));
+        }
+        Ok(&self.text[start..self.pos])
+    }
+    fn expect(&mut self, c: u8, what: &'static str) -> Result<(), PolicyError> {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.syntax(what))
+        }
+    }
+    fn string(&mut self) -> Result<Span, PolicyError> {
+        let quote = match self.peek() {
+            Some(q @ (b'"' | b'\'')) => q,
+            _ => return Err(self.syntax("expected a string")),
+        };
+        // '''/""" would open a multi-line string: not part of the subset.
+        if self.text.get(self.pos + 1) == Some(&quote)
+            && self.text.get(self.pos + 2) == Some(&quote)
+        {
+            return Err(self.syntax("multi-line strings are not supported"));
+        }
+        self.pos += 1;
+        let start = self.pos;
+        loop {
+            match self.peek() {
+                None | Some(b'\n') | Some(b'\r') => return Err(self.syntax("unterminated string")),
+                Some(b'\\') if quote == b'"' => {
+                    return Err(self.syntax("escapes are not supported"))
+                }
+                Some(c) if c == quote => break,
+                Some(c) if c < 0x20 && c != b'\t' || c == 0x7f => {
+                    return Err(self.syntax("control character in string"))
+                }
+                Some(_) => self.pos += 1,
+            }
+        }
+        let span = Span {
+            start: start as u16,
+            len: (self.pos - start) as u16,
+        };
+        self.pos += 1;
+        Ok(span)
+    }
+    fn boolean(&mut self) -> Result<bool, PolicyError> {
+        let rest = &self.text[self.pos..];
+        let (value, n) = if rest.starts_with(b"true") {
+            (true, 4)
+        } else if rest.starts_with(b"false") {
+            (false, 5)
+        } else {
+            return Err(self.err(PolicyErrorKind::BadValue("expected true or false")));
+        };
+        self.pos += n;
+        Ok(value)
+    }
+    fn integer(&mut self) -> Result<u32, PolicyError> {
+        let start = self.pos;
+        let mut value: u32 = 0;
+        while let Some(c @ b'0'..=b'9') = self.peek() {
+            value = value
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u32::from(c - b'0')))
+                .ok_or(self.err(PolicyErrorKind::BadValue("integer too large")))?;
+            self.pos += 1;
+        }
+        let digits = &self.text[start..self.pos];
+        if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
+            return Err(self.err(PolicyErrorKind::BadValue("expected a decimal integer")));
+        }
+        Ok(value)
+    }
+    /// `[ "a", 'b', ]`, possibly over several lines; calls `push` for each string.
+    fn array(
+        &mut self,
+        mut push: impl FnMut(&Self, Span) -> Result<(), PolicyError>,
+    ) -> Result<(), PolicyError> {
+        self.expect(b'[', "expected an array")?;
+        loop {
+            self.skip_space();
+            if self.peek() == Some(b']') {
+                self.pos += 1;
+                return Ok(());
+            }
+            let s = self.string()?;
+            push(self, s)?;
+            self.skip_space();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {}
+                _ => return Err(self.syntax("expected , or ]")),
+            }
+        }
+    }
+}
+
+const KEY_VERSION: u16 = 1 << 0;
+const KEY_PROFILE: u16 = 1 << 1;
+const KEY_WORKSPACE: u16 = 1 << 2;
+const KEY_ROOTS: u16 = 1 << 3;
+const KEY_ALLOWED: u16 = 1 << 4;
+const KEY_AUDIT_LOG: u16 = 1 << 5;
+const KEY_AUDIT_ALLOW: u16 = 1 << 6;
+const KEY_RUNTIME_PROFILE: u16 = 1 << 7;
+const KEY_NAME: u16 = 1 << 8;
+const KEY_PATH: u16 = 1 << 9;
+const KEY_WRAPPER: u16 = 1 << 10;
+const RUNTIME_KEYS: u16 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
+
+fn is_command_name(s: &[u8]) -> bool {
+    !s.is_empty() && s != b"." && s != b".." && !s.contains(&b'/')
+}
+
+fn is_runtime_name(s: &[u8]) -> bool {
+    !s.is_empty()
+        && s.iter()
+            .all(|c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_'))
+}
+
+impl<'a> Policy<'a> {
+    /// Parses and validates a policy.
+    pub fn parse(text: &'a [u8]) -> Result<Self, PolicyError> {
+        let at0 = |kind| PolicyError { line: 0, kind };
+        if text.len() > MAX_POLICY_BYTES {
+            return Err(at0(PolicyErrorKind::TooLarge));
+        }
+        if core::str::from_utf8(text).is_err() {
+            return Err(at0(PolicyErrorKind::NotUtf8));
+        }
+        let mut idx = Index::EMPTY;
+        let mut seen: u16 = 0; // keys of the top level
+        let mut runtime_seen: u16 = 0; // keys of the current [[runtime]]
+        let mut in_runtime = false;
+        let mut c = Cursor {
+            text,
+            pos: 0,
+            line: 1,
+        };
+        let s = |span: Span| &text[span.start as usize..(span.start + span.len) as usize];
+
+        loop {
+            c.skip_space();
+            let Some(first) = c.peek() else { break };
+            if first == b'[' {
+                if !text[c.pos..].starts_with(b"[[runtime]]") {
+                    return Err(c.syntax("the only table is [[runtime]]"));
+                }
+                if in_runtime && runtime_seen != RUNTIME_KEYS {
+                    return Err(c.err(PolicyErrorKind::Missing("runtime name, path or wrapper")));
+                }
+                if idx.n_runtimes == MAX_RUNTIMES {
+                    return Err(c.err(PolicyErrorKind::TooMany("runtimes")));
+                }
+                c.pos += b"[[runtime]]".len();
+                c.end_of_statement()?;
+                idx.n_runtimes += 1;
+                in_runtime = true;
+                runtime_seen = 0;
+                continue;
+            }
+            let key = c.bare_key()?;
+            c.skip_blanks();
+            c.expect(b'=', "expected =")?;
+            c.skip_blanks();
+            let bit = match (in_runtime, key) {
+                (false, b"version") => KEY_VERSION,
+                (false, b"profile") => KEY_PROFILE,
+                (false, b"workspace") => KEY_WORKSPACE,
+                (false, b"mutable_roots") => KEY_ROOTS,
+                (false, b"allow_commands") => KEY_ALLOWED,
+                (false, b"audit_log") => KEY_AUDIT_LOG,
+                (false, b"audit_allow") => KEY_AUDIT_ALLOW,
+                (false, b"runtime_profile") => KEY_RUNTIME_PROFILE,
+                (true, b"name") => KEY_NAME,
+                (true, b"path") => KEY_PATH,
+                (true, b"wrapper") => KEY_WRAPPER,
+                _ => return Err(c.err(PolicyErrorKind::UnknownKey)),
+            };
+            let seen_set = if in_runtime {
+                &mut runtime_seen
+            } else {
+                &mut seen
+            };
+            if *seen_set & bit != 0 {
+                return Err(c.err(PolicyErrorKind::DuplicateKey));
+            }
+            *seen_set |= bit;
+            let bad = |c: &Cursor, what| Err(c.err(PolicyErrorKind::BadValue(what)));
+            match bit {
+                KEY_VERSION => {
+                    if c.integer()? != 1 {
+                        return bad(&c, "version must be 1");
+                    }
+                }
+                KEY_PROFILE => {
+                    let v = c.string()?;
+                    match Profile::from_name(s(v)) {
+                        Some(p) => idx.profile = p,
+                        None => {
+                            return bad(
+                                &c,
+                                "profile must be strict, development, build or breakglass",
+                            )
+                        }
+                    }
+                }
+                KEY_WORKSPACE | KEY_AUDIT_LOG | KEY_RUNTIME_PROFILE => {
+                    let v = c.string()?;
+                    if !is_canonical_root(s(v)) {
+                        return bad(&c, "expected an absolute canonical path other than /");
+                    }
+                    let slot = match bit {
+                        KEY_WORKSPACE => &mut idx.workspace,
+                        KEY_AUDIT_LOG => &mut idx.audit_log,
+                        _ => &mut idx.runtime_profile,
+                    };
+                    *slot = Some(v);
+                }
+                KEY_AUDIT_ALLOW => idx.audit_allow = c.boolean()?,
+                KEY_ROOTS => {
+                    let (roots, n) = (&mut idx.roots, &mut idx.n_roots);
+                    c.array(|c, v| {
+                        if !is_canonical_root(s(v)) {
+                            return Err(c.err(PolicyErrorKind::BadValue(
+                                "mutable root must be an absolute canonical path other than /",
+                            )));
+                        }
+                        if *n == MAX_ROOTS {
+                            return Err(c.err(PolicyErrorKind::TooMany("mutable_roots")));
+                        }
+                        roots[*n] = v;
+                        *n += 1;
+                        Ok(())
+                    })?;
+                }
+                KEY_ALLOWED => {
+                    let (allowed, n) = (&mut idx.allowed, &mut idx.n_allowed);
+                    c.array(|c, v| {
+                        let e = s(v);
+                        if !(is_command_name(e) || is_canonical_root(e)) {
+                            return Err(c.err(PolicyErrorKind::BadValue(
+                                "allowed command must be a basename or an absolute canonical path",
+                            )));
+                        }
+                        if *n == MAX_ALLOWED {
+                            return Err(c.err(PolicyErrorKind::TooMany("allow_commands")));
+                        }
+                        allowed[*n] = v;
+                        *n += 1;
+                        Ok(())
+                    })?;
+                }
+                _ => {
+                    let v = c.string()?;
+                    let ok = if bit == KEY_NAME {
+                        is_runtime_name(s(v))
+                    } else {
+                        is_canonical_root(s(v))
+                    };
+                    if !ok {
+                        return bad(&c, "runtime name must be [a-z0-9_-]+, path and wrapper absolute canonical paths");
+                    }
+                    let field = match bit {
+                        KEY_NAME => 0,
+                        KEY_PATH => 1,
+                        _ => 2,
+                    };
+                    idx.runtimes[idx.n_runtimes - 1][field] = v;
+                }
+            }
+            c.end_of_statement()?;
+        }
+        if in_runtime && runtime_seen != RUNTIME_KEYS {
+            return Err(c.err(PolicyErrorKind::Missing("runtime name, path or wrapper")));
+        }
+        if seen & KEY_VERSION == 0 {
+            return Err(at0(PolicyErrorKind::Missing("version")));
+        }
+        Ok(Policy { text, index: idx })
+    }
+
+    /// Rebuilds a policy from a cached [`Index`] of the same text (no re-parse).
+    /// An index from other text yields wrong values but never reads out of bounds.
+    pub fn from_parts(text: &'a [u8], index: Index) -> Self {
+        Policy { text, index }
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    pub fn text(&self) -> &'a [u8] {
+        self.text
+    }
+
+    fn get(&self, span: Span) -> &'a [u8] {
+        self.text
+            .get(span.start as usize..(span.start as usize + span.len as usize))
+            .unwrap_or(b"")
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.index.profile
+    }
+
+    pub fn workspace(&self) -> &'a [u8] {
+        self.index
+            .workspace
+            .map_or(DEFAULT_WORKSPACE, |s| self.get(s))
+    }
+
+    /// Every mutable root: the built-in ones, the workspace, then the policy's own.
+    pub fn mutable_roots(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        BUILTIN_MUTABLE_ROOTS
+            .into_iter()
+            .chain(core::iter::once(self.workspace()))
+            .chain(
+                self.index.roots[..self.index.n_roots]
+                    .iter()
+                    .map(|&s| self.get(s)),
+            )
+    }
+
+    /// The mutable root that contains `canonical_path`, if any.
+    pub fn mutable_root_of(&self, canonical_path: &[u8]) -> Option<&'a [u8]> {
+        self.mutable_roots()
+            .find(|root| is_under(canonical_path, root))
+    }
+
+    pub fn has_allow_list(&self) -> bool {
+        self.index.n_allowed > 0
+    }
+
+    pub fn allow_commands(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        self.index.allowed[..self.index.n_allowed]
+            .iter()
+            .map(|&s| self.get(s))
+    }
+
+    pub fn runtimes(&self) -> impl Iterator<Item = Runtime<'a>> + '_ {
+        self.index.runtimes[..self.index.n_runtimes]
+            .iter()
+            .map(|r| Runtime {
+                name: self.get(r[0]),
+                path: self.get(r[1]),
+                wrapper: self.get(r[2]),
+            })
+    }
+
+    pub fn audit_log(&self) -> Option<&'a [u8]> {
+        self.index.audit_log.map(|s| self.get(s))
+    }
+
+    pub fn audit_allow(&self) -> bool {
+        self.index.audit_allow
+    }
+
+    pub fn runtime_profile(&self) -> Option<&'a [u8]> {
+        self.index.runtime_profile.map(|s| self.get(s))
+    }
+
+    /// The same policy with another profile (from trusted runtime state).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.index.profile = profile;
+        self
+    }
+}
+
+impl core::fmt::Display for Runtime<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} {} (wrapper {})",
+            Lossy(self.name),
+            Lossy(self.path),
+            Lossy(self.wrapper)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+# a full policy
+version = 1
+profile = "development"   # comment
+workspace = "/home/u/proj"
+mutable_roots = [
+  "/cache",  # trailing comments in arrays
+  '/opt/build',
+]
+allow_commands = ["git", "/usr/bin/make"]
+audit_log = "/state/audit.jsonl"
+audit_allow = true
+runtime_profile = "/run/execguard/state/profile"
+
+[[runtime]]
+name = "git"
+path = "/usr/libexec/execguard/real/git"
+wrapper = "/usr/libexec/execguard/bin/execguard-git"
+
+[[runtime]]
+name = "node"
+path = "/usr/libexec/execguard/real/node"
+wrapper = "/usr/libexec/execguard/bin/execguard-node"
+"#;
+
+    #[test]
+    fn full_policy() {
+        let p = Policy::parse(FULL.as_bytes()).unwrap();
+        assert_eq!(p.profile(), Profile::Development);
+        assert_eq!(p.workspace(), b"/home/u/proj");
+        let roots: Vec<&[u8]> = p.mutable_roots().collect();
+        assert_eq!(roots.len(), BUILTIN_MUTABLE_ROOTS.len() + 3);
+        assert!(roots.contains(&&b"/opt/build"[..]));
+        assert_eq!(
+            p.mutable_root_of(b"/home/u/proj/a.out"),
+            Some(&b"/home/u/proj"[..])
+        );
+        assert_eq!(p.mutable_root_of(b"/tmp/x"), Some(&b"/tmp"[..]));
+        assert_eq!(p.mutable_root_of(b"/usr/bin/true"), None);
+        assert_eq!(p.allow_commands().count(), 2);
+        assert_eq!(p.runtimes().count(), 2);
+        assert_eq!(p.runtimes().nth(1).unwrap().name, b"node");
+        assert!(p.audit_allow());
+        assert_eq!(
+            p.runtime_profile(),
+            Some(&b"/run/execguard/state/profile"[..])
+        );
+    }
+
+    #[test]
+    fn minimal_policy_defaults() {
+        let p = Policy::parse(b"version = 1\n").unwrap();
+        assert_eq!(p.profile(), Profile::Strict);
+        assert_eq!(p.workspace(), DEFAULT_WORKSPACE);
+        assert!(!p.has_allow_list());
+        assert_eq!(p.audit_log(), None);
+    }
+
+    #[test]
+    fn refusals() {
+        let cases: &[(&str, PolicyErrorKind)] = &[
+            ("", PolicyErrorKind::Missing("version")),
+            (
+                "version = 2",
+                PolicyErrorKind::BadValue("version must be 1"),
+            ),
+            ("version = 1\nversion = 1", PolicyErrorKind::DuplicateKey),
+            ("version = 1\nfoo = 1", PolicyErrorKind::UnknownKey),
+            (
+                "version = 1\nprofile = \"lax\"",
+                PolicyErrorKind::BadValue(
+                    "profile must be strict, development, build or breakglass",
+                ),
+            ),
+            (
+                "version = 1\nworkspace = \"/\"",
+                PolicyErrorKind::BadValue("expected an absolute canonical path other than /"),
+            ),
+            (
+                "version = 1\nworkspace = \"rel\"",
+                PolicyErrorKind::BadValue("expected an absolute canonical path other than /"),
+            ),
+            (
+                "version = 1\nworkspace = \"/a\\tb\"",
+                PolicyErrorKind::Syntax("escapes are not supported"),
+            ),
+            (
+                "version = 1\n[tool]",
+                PolicyErrorKind::Syntax("the only table is [[runtime]]"),
+            ),
+            (
+                "version = 1\n[[runtime]]\nname = \"git\"",
+                PolicyErrorKind::Missing("runtime name, path or wrapper"),
+            ),
+            (
+                "version = 1 x",
+                PolicyErrorKind::Syntax("expected end of line"),
+            ),
+            (
+                "version = 01",
+                PolicyErrorKind::BadValue("expected a decimal integer"),
+            ),
+            (
+                "version = 1\naudit_allow = yes",
+                PolicyErrorKind::BadValue("expected true or false"),
+            ),
+            (
+                "version = 1\nmutable_roots = [\"/a\" \"/b\"]",
+                PolicyErrorKind::Syntax("expected , or ]"),
+            ),
+            (
+                "version = 1\nworkspace = \"\"\"/a\"\"\"",
+                PolicyErrorKind::Syntax("multi-line strings are not supported"),
+            ),
+        ];
+        for (text, kind) in cases {
+            let err = Policy::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(err.kind, *kind, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn limits() {
+        let mut many = String::from("version = 1\nallow_commands = [");
+        for i in 0..=MAX_ALLOWED {
+            many.push_str(&format!("\"c{i}\","));
+        }
+        many.push(']');
+        assert_eq!(
+            Policy::parse(many.as_bytes()).unwrap_err().kind,
+            PolicyErrorKind::TooMany("allow_commands")
+        );
+        let huge = "#".repeat(MAX_POLICY_BYTES + 1);
+        assert_eq!(
+            Policy::parse(huge.as_bytes()).unwrap_err().kind,
+            PolicyErrorKind::TooLarge
+        );
+        assert_eq!(
+            Policy::parse(b"version = 1\n#\xff").unwrap_err().kind,
+            PolicyErrorKind::NotUtf8
+        );
+    }
+
+    #[test]
+    fn cached_index_round_trips() {
+        let p = Policy::parse(FULL.as_bytes()).unwrap();
+        let q = Policy::from_parts(FULL.as_bytes(), p.index().clone());
+        assert_eq!(
+            q.runtimes().collect::<Vec<_>>(),
+            p.runtimes().collect::<Vec<_>>()
+        );
+    }
+}

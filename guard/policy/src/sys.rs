@@ -1,0 +1,111 @@
+//! The seam between the pure engine and the operating system.
+//!
+//! The engine never calls the OS itself: the preload library implements [`Sys`] with raw libc
+//! calls (no allocation), the CLI with std, and tests can record or fake calls.
+
+use crate::path::PathBuf;
+
+/// An `errno` value (Linux numbering; the same on every architecture we build for).
+pub type Errno = i32;
+
+pub const ENOENT: Errno = 2;
+pub const E2BIG: Errno = 7;
+pub const ENOEXEC: Errno = 8;
+pub const EFAULT: Errno = 14;
+pub const EACCES: Errno = 13;
+pub const ENOTDIR: Errno = 20;
+pub const EINVAL: Errno = 22;
+pub const ENAMETOOLONG: Errno = 36;
+pub const ELOOP: Errno = 40;
+
+pub const S_IFMT: u32 = 0o170000;
+pub const S_IFREG: u32 = 0o100000;
+pub const S_IFDIR: u32 = 0o040000;
+
+/// What `fstat` says about a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileInfo {
+    pub dev: u64,
+    pub ino: u64,
+    pub nlink: u64,
+    pub mode: u32,
+    pub uid: u32,
+}
+
+impl FileInfo {
+    pub fn is_regular(&self) -> bool {
+        self.mode & S_IFMT == S_IFREG
+    }
+    pub fn is_dir(&self) -> bool {
+        self.mode & S_IFMT == S_IFDIR
+    }
+    /// Same file (device and inode)?
+    pub fn same_file(&self, other: &FileInfo) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+}
+
+/// Where a path is resolved from, as the exec family resolves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At<'p> {
+    /// A path relative to the current directory (or absolute).
+    Cwd(&'p [u8]),
+    /// A path relative to a directory fd (`execveat`).
+    Dir(i32, &'p [u8]),
+    /// The file behind an open descriptor (`fexecve`, `AT_EMPTY_PATH`); reopened through
+    /// `/proc/self/fd/N` so that `O_PATH` descriptors can be read too.
+    Fd(i32),
+}
+
+/// How to open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// `O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC`: to read the first bytes.
+    Read,
+    /// `O_PATH | O_CLOEXEC`: to identify a file or directory that cannot be read.
+    PathOnly,
+}
+
+/// The OS calls the engine needs. Every method reports failure as the `errno` the kernel gave.
+pub trait Sys {
+    type Fd;
+    fn open(&mut self, at: At<'_>, mode: OpenMode, follow: bool) -> Result<Self::Fd, Errno>;
+    fn fstat(&mut self, fd: &Self::Fd) -> Result<FileInfo, Errno>;
+    /// Reads from offset 0 (`pread`), up to `buf.len()` bytes or end of file.
+    fn read_head(&mut self, fd: &Self::Fd, buf: &mut [u8]) -> Result<usize, Errno>;
+    /// The kernel's name for the open file (`readlink /proc/self/fd/N`).
+    fn fd_path(&mut self, fd: &Self::Fd, out: &mut PathBuf) -> Result<(), Errno>;
+    fn close(&mut self, fd: Self::Fd);
+    /// `stat` following symlinks.
+    fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno>;
+    /// The running executable (`stat /proc/self/exe`).
+    fn caller_exe(&mut self) -> Result<FileInfo, Errno>;
+    /// Would a PATH search stop here (a regular file the caller may execute)?
+    fn is_executable(&mut self, path: &[u8]) -> bool;
+}
+
+/// A list of C strings (`argv`, `envp`), without allocating.
+pub trait StrList {
+    fn len(&self) -> usize;
+    fn get(&self, i: usize) -> Option<&[u8]>;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl StrList for [&[u8]] {
+    fn len(&self) -> usize {
+        <[&[u8]]>::len(self)
+    }
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        <[&[u8]]>::get(self, i).copied()
+    }
+}
+
+/// The value of `NAME` in an environment list (`NAME=value`), first match as glibc's getenv.
+pub fn env_get<'a, L: StrList + ?Sized>(envp: &'a L, name: &[u8]) -> Option<&'a [u8]> {
+    (0..envp.len()).filter_map(|i| envp.get(i)).find_map(|e| {
+        (e.len() > name.len() && e.starts_with(name) && e[name.len()] == b'=')
+            .then(|| &e[name.len() + 1..])
+    })
+}
