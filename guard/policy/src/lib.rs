@@ -13,6 +13,8 @@
 
 pub mod audit;
 pub mod decide;
+#[cfg(feature = "std")]
+pub mod load;
 pub mod path;
 pub mod policy;
 pub mod profile;
