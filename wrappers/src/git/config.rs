@@ -1,0 +1,599 @@
+//! Config keys and the config sources git reads from its command line and environment.
+//!
+//! The parsers follow git's own (`config.c`, `quote.c`) so that the wrapper and git agree on
+//! what a string means: where git would reject a spec, we refuse it too rather than guess.
+
+use crate::refusal::{Reason, Refusal};
+
+/// One config assignment: `key` as written (git lowercases section and variable names when it
+/// canonicalizes), `value` is `None` for the implicit boolean (`-c key` without `=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub key: String,
+    pub value: Option<String>,
+}
+
+impl ConfigEntry {
+    pub fn new(key: impl Into<String>, value: Option<&str>) -> Self {
+        ConfigEntry {
+            key: key.into(),
+            value: value.map(str::to_owned),
+        }
+    }
+}
+
+/// A config key split into git's three parts. Section and variable are lowercased (git
+/// compares them case-insensitively); the subsection keeps its case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyParts {
+    pub section: String,
+    pub subsection: Option<String>,
+    pub variable: String,
+}
+
+/// Split `section[.subsection].variable`. Returns `None` for strings git would not accept as a
+/// key (no dot, empty section or variable).
+pub fn split_key(key: &str) -> Option<KeyParts> {
+    let first = key.find('.')?;
+    let last = key.rfind('.')?;
+    let section = &key[..first];
+    let variable = &key[last + 1..];
+    if section.is_empty() || variable.is_empty() {
+        return None;
+    }
+    let subsection = if first == last {
+        None
+    } else {
+        Some(key[first + 1..last].to_owned())
+    };
+    Some(KeyParts {
+        section: section.to_ascii_lowercase(),
+        subsection,
+        variable: variable.to_ascii_lowercase(),
+    })
+}
+
+/// git's boolean "false" spellings (`git_parse_maybe_bool_text`): empty, false, no, off, 0.
+pub fn is_git_false(value: Option<&str>) -> bool {
+    match value {
+        None => false, // implicit boolean: true
+        Some(v) => {
+            let v = v.trim();
+            v.is_empty()
+                || v.eq_ignore_ascii_case("false")
+                || v.eq_ignore_ascii_case("no")
+                || v.eq_ignore_ascii_case("off")
+                || v == "0"
+        }
+    }
+}
+
+/// Classify one config assignment. `Ok(())` when harmless; otherwise the refusal naming the
+/// key. `source` is included in the detail (e.g. `-c`, `GIT_CONFIG_PARAMETERS`).
+pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), Refusal> {
+    let Some(parts) = split_key(key) else {
+        return Err(Refusal::new(
+            Reason::ConfigMalformed,
+            format!("{source}: invalid config key {key:?}"),
+        ));
+    };
+    let refuse =
+        |reason: Reason, why: &str| Err(Refusal::new(reason, format!("{source}: {key} ({why})")));
+    let sub = parts.subsection.is_some();
+    let var = parts.variable.as_str();
+    match parts.section.as_str() {
+        "core" if !sub => match var {
+            "hookspath" => refuse(Reason::HookBypass, "redirects repository hooks"),
+            "fsmonitor" => {
+                if is_git_false(value) {
+                    Ok(())
+                } else {
+                    refuse(Reason::ConfigKey, "runs a command")
+                }
+            }
+            "askpass" | "editor" | "pager" | "sshcommand" | "gitproxy" | "alternaterefscommand" => {
+                refuse(Reason::ConfigKey, "runs a command")
+            }
+            "worktree" => refuse(Reason::RepositoryOverride, "moves the work tree"),
+            _ => Ok(()),
+        },
+        "credential" if var == "helper" => refuse(Reason::ConfigKey, "runs a command"),
+        "include" if !sub && var == "path" => refuse(Reason::ConfigKey, "includes config"),
+        "includeif" if var == "path" => refuse(Reason::ConfigKey, "includes config"),
+        "pager" => refuse(Reason::ConfigKey, "runs a pager command"),
+        "diff" => match (sub, var) {
+            (false, "external") => refuse(Reason::ConfigKey, "runs a command"),
+            (true, "command" | "textconv") => refuse(Reason::ConfigKey, "runs a command"),
+            _ => Ok(()),
+        },
+        "sequence" if var == "editor" => refuse(Reason::ConfigKey, "runs a command"),
+        "uploadpack" if var == "packobjectshook" => refuse(Reason::ConfigKey, "runs a command"),
+        "remote" if sub && matches!(var, "uploadpack" | "receivepack" | "vcs") => {
+            refuse(Reason::ConfigKey, "runs a command")
+        }
+        "protocol" if var == "allow" => refuse(Reason::ConfigKey, "enables command transports"),
+        "url" if sub && matches!(var, "insteadof" | "pushinsteadof") => {
+            refuse(Reason::ConfigKey, "rewrites URLs (ext:: transport)")
+        }
+        "filter" if sub => refuse(Reason::ConfigKey, "filter drivers run commands"),
+        "merge" if sub && var == "driver" => refuse(Reason::ConfigKey, "runs a command"),
+        "gpg" => match (parts.subsection.as_deref(), var) {
+            (None, "program") | (Some(_), "program") => refuse(Reason::ConfigKey, "runs a command"),
+            (Some(s), "defaultkeycommand") if s.eq_ignore_ascii_case("ssh") => {
+                refuse(Reason::ConfigKey, "runs a command")
+            }
+            _ => Ok(()),
+        },
+        "interactive" if var == "difffilter" => refuse(Reason::ConfigKey, "runs a command"),
+        "difftool" | "mergetool" | "browser" | "man" | "guitool"
+            if sub && matches!(var, "cmd" | "path") =>
+        {
+            refuse(Reason::ConfigKey, "runs a command")
+        }
+        "sendemail" => refuse(Reason::ConfigKey, "send-email settings run commands"),
+        "submodule" if sub && var == "update" => {
+            if value.is_some_and(|v| v.trim_start().starts_with('!')) {
+                refuse(Reason::ConfigKey, "update=!command runs a command")
+            } else {
+                Ok(())
+            }
+        }
+        "init" if var == "templatedir" => refuse(Reason::ConfigKey, "template hooks run"),
+        "hook" => refuse(Reason::HookBypass, "config-based hooks"),
+        "tar" if sub && var == "command" => refuse(Reason::ConfigKey, "runs a command"),
+        "trace2" if var.ends_with("target") => refuse(Reason::EnvOverride, "writes trace files"),
+        "alias" if sub || !var.is_empty() => {
+            if value.is_some_and(|v| v.trim_start().starts_with('!')) {
+                refuse(Reason::AliasShell, "shell alias")
+            } else {
+                Ok(())
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Error from the parsers in this module: the text git would print, roughly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigSyntaxError(pub String);
+
+fn c_isspace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// git's `sq_dequote_step`: dequote one shell single-quoted word starting at `s[0] == '\''`.
+/// Returns the word and the rest (`None` when the input ended right after the word).
+/// Outside quotes only `\'` and `\!` are accepted, and only when followed by a new quote.
+pub fn sq_dequote_step(s: &[u8]) -> Result<(Vec<u8>, Option<&[u8]>), ConfigSyntaxError> {
+    let bogus = || ConfigSyntaxError("bad quoting".into());
+    if s.first() != Some(&b'\'') {
+        return Err(bogus());
+    }
+    let mut out = Vec::new();
+    let mut i = 1;
+    loop {
+        let Some(&c) = s.get(i) else {
+            return Err(bogus());
+        };
+        if c != b'\'' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        // Stepped out of the quotes.
+        i += 1;
+        match s.get(i) {
+            None => return Ok((out, None)),
+            Some(b'\\')
+                if matches!(s.get(i + 1), Some(b'\'') | Some(b'!'))
+                    && s.get(i + 2) == Some(&b'\'') =>
+            {
+                out.push(s[i + 1]);
+                i += 3; // past the opening quote of the resumed part
+            }
+            Some(_) => return Ok((out, Some(&s[i..]))),
+        }
+    }
+}
+
+/// git's `git_config_parse_parameter` for the old `'key=value'` form: split at the first
+/// `=`; no `=` means the implicit boolean; an empty key is an error.
+fn parse_old_style(text: &[u8]) -> Result<ConfigEntry, ConfigSyntaxError> {
+    let s = String::from_utf8_lossy(text);
+    let (key, value) = match s.find('=') {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (&s[..], None),
+    };
+    if key.is_empty() {
+        return Err(ConfigSyntaxError(format!("bogus config parameter: {s}")));
+    }
+    Ok(ConfigEntry::new(key, value))
+}
+
+/// Parse `GIT_CONFIG_PARAMETERS` exactly as git's `parse_config_env_list` does.
+pub fn parse_config_parameters(env: &[u8]) -> Result<Vec<ConfigEntry>, ConfigSyntaxError> {
+    let bogus = || ConfigSyntaxError("bogus format in GIT_CONFIG_PARAMETERS".into());
+    let mut out = Vec::new();
+    let mut cur: Option<&[u8]> = Some(env);
+    while let Some(rest) = cur {
+        if rest.is_empty() {
+            break;
+        }
+        let (key, after) = sq_dequote_step(rest).map_err(|_| bogus())?;
+        match after {
+            None => {
+                out.push(parse_old_style(&key)?);
+                cur = None;
+            }
+            Some(a) if c_isspace(a[0]) => {
+                out.push(parse_old_style(&key)?);
+                cur = Some(a);
+            }
+            Some(a) if a[0] == b'=' => {
+                let a = &a[1..];
+                let key = String::from_utf8_lossy(&key).into_owned();
+                if a.first() == Some(&b'\'') {
+                    let (value, after) = sq_dequote_step(a).map_err(|_| bogus())?;
+                    if let Some(x) = after {
+                        if !c_isspace(x[0]) {
+                            return Err(bogus());
+                        }
+                    }
+                    let value = String::from_utf8_lossy(&value).into_owned();
+                    out.push(ConfigEntry::new(key, Some(&value)));
+                    cur = after;
+                } else if a.is_empty() || c_isspace(a[0]) {
+                    out.push(ConfigEntry::new(key, None));
+                    cur = Some(a);
+                } else {
+                    return Err(bogus());
+                }
+            }
+            Some(_) => return Err(bogus()),
+        }
+        if let Some(r) = cur {
+            let skip = r.iter().take_while(|b| c_isspace(**b)).count();
+            cur = Some(&r[skip..]);
+        }
+    }
+    Ok(out)
+}
+
+/// `strtoul(s, &end, 10)` followed by git's checks on `GIT_CONFIG_COUNT`: trailing garbage is
+/// an error ("bogus count"), a result above `INT_MAX` is an error ("too many entries").
+/// Leading C whitespace and a sign are accepted; `-n` wraps as in C; leading zeros are decimal.
+pub fn parse_config_count(s: &[u8]) -> Result<usize, ConfigSyntaxError> {
+    let bogus = || ConfigSyntaxError("bogus count in GIT_CONFIG_COUNT".into());
+    let mut i = 0;
+    while i < s.len() && c_isspace(s[i]) {
+        i += 1;
+    }
+    let mut negative = false;
+    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
+        negative = s[i] == b'-';
+        i += 1;
+    }
+    let digits_start = i;
+    let mut value: u64 = 0;
+    let mut overflow = false;
+    while i < s.len() && s[i].is_ascii_digit() {
+        match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(s[i] - b'0')))
+        {
+            Some(v) => value = v,
+            None => overflow = true,
+        }
+        i += 1;
+    }
+    let end = if i == digits_start { 0 } else { i }; // no digits: endp = start of string
+    if end < s.len() {
+        return Err(bogus());
+    }
+    if overflow {
+        value = u64::MAX; // ERANGE: ULONG_MAX
+    } else if negative {
+        value = value.wrapping_neg();
+    }
+    if value > i32::MAX as u64 {
+        return Err(ConfigSyntaxError(
+            "too many entries in GIT_CONFIG_COUNT".into(),
+        ));
+    }
+    usize::try_from(value).map_err(|_| bogus())
+}
+
+/// Read the `GIT_CONFIG_COUNT` / `GIT_CONFIG_KEY_<n>` / `GIT_CONFIG_VALUE_<n>` entries the
+/// way git does: a missing key or value for any `n < count` is an error.
+pub fn parse_config_count_env(
+    get: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Vec<ConfigEntry>, ConfigSyntaxError> {
+    let Some(count) = get("GIT_CONFIG_COUNT") else {
+        return Ok(Vec::new());
+    };
+    let count = parse_config_count(&count)?;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let key = get(&format!("GIT_CONFIG_KEY_{i}"))
+            .ok_or_else(|| ConfigSyntaxError(format!("missing config key GIT_CONFIG_KEY_{i}")))?;
+        let value = get(&format!("GIT_CONFIG_VALUE_{i}")).ok_or_else(|| {
+            ConfigSyntaxError(format!("missing config value GIT_CONFIG_VALUE_{i}"))
+        })?;
+        let key = String::from_utf8_lossy(&key).into_owned();
+        let value = String::from_utf8_lossy(&value).into_owned();
+        out.push(ConfigEntry::new(key, Some(&value)));
+    }
+    Ok(out)
+}
+
+/// A `-c <spec>` / `clone --config <spec>`: split at the first `=` (git's
+/// `git_config_push_parameter`); no `=` is the implicit boolean.
+pub fn parse_config_spec(spec: &str) -> Result<ConfigEntry, ConfigSyntaxError> {
+    let (key, value) = match spec.find('=') {
+        Some(i) => (&spec[..i], Some(&spec[i + 1..])),
+        None => (spec, None),
+    };
+    if key.is_empty() {
+        return Err(ConfigSyntaxError(format!("bogus config parameter: {spec}")));
+    }
+    Ok(ConfigEntry::new(key, value))
+}
+
+/// A `--config-env=<key>=<envvar>` spec: split at the LAST `=` (git's `git_config_push_env`).
+/// Returns the key and the variable name; the value is the variable's value, which git
+/// requires to exist.
+pub fn parse_config_env_spec(spec: &str) -> Result<(String, String), ConfigSyntaxError> {
+    match spec.rfind('=') {
+        Some(i) if i > 0 && i + 1 < spec.len() => {
+            Ok((spec[..i].to_owned(), spec[i + 1..].to_owned()))
+        }
+        _ => Err(ConfigSyntaxError(format!("invalid config format: {spec}"))),
+    }
+}
+
+/// git's `split_cmdline` (alias bodies): whitespace separates words; `'...'` and `"..."`
+/// quote; a backslash outside single quotes escapes the next character.
+pub fn split_cmdline(s: &str) -> Result<Vec<String>, ConfigSyntaxError> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, c) if c.is_ascii_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some('\''), c) => cur.push(c),
+            (_, '\\') => {
+                let Some(n) = chars.next() else {
+                    return Err(ConfigSyntaxError("cmdline ends with \\".into()));
+                };
+                cur.push(n);
+                in_word = true;
+            }
+            (_, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(ConfigSyntaxError("unclosed quote".into()));
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(k: &str, v: Option<&str>) -> ConfigEntry {
+        ConfigEntry::new(k, v)
+    }
+
+    #[test]
+    fn config_parameters_table() {
+        struct Case {
+            input: &'static str,
+            want: Result<Vec<ConfigEntry>, ()>,
+        }
+        let cases = [
+            Case {
+                input: "",
+                want: Ok(vec![]),
+            },
+            Case {
+                input: "'a.b=c'",
+                want: Ok(vec![e("a.b", Some("c"))]),
+            },
+            Case {
+                input: "'a.b'",
+                want: Ok(vec![e("a.b", None)]),
+            },
+            Case {
+                input: "'a.b'='c d'",
+                want: Ok(vec![e("a.b", Some("c d"))]),
+            },
+            Case {
+                input: "'a.b'=",
+                want: Ok(vec![e("a.b", None)]),
+            },
+            Case {
+                input: "'credential.https://h.helper'='!cmd'",
+                want: Ok(vec![e("credential.https://h.helper", Some("!cmd"))]),
+            },
+            Case {
+                input: "'x.y=1'  'core.pager'='less'",
+                want: Ok(vec![e("x.y", Some("1")), e("core.pager", Some("less"))]),
+            },
+            Case {
+                input: r"'it'\''s.x=1'",
+                want: Ok(vec![e("it's.x", Some("1"))]),
+            },
+            Case {
+                input: r"'a.b=\!x'",
+                want: Ok(vec![e("a.b", Some(r"\!x"))]),
+            },
+            Case {
+                input: r"'a.b='\!'x'",
+                want: Ok(vec![e("a.b", Some("!x"))]),
+            },
+            Case {
+                input: "a.b=c",
+                want: Err(()),
+            },
+            Case {
+                input: "'a.b",
+                want: Err(()),
+            },
+            Case {
+                input: "'a.b'x",
+                want: Err(()),
+            },
+            Case {
+                input: "'a.b'='c'x",
+                want: Err(()),
+            },
+            Case {
+                input: "'=x'",
+                want: Err(()),
+            },
+        ];
+        for c in cases {
+            let got = parse_config_parameters(c.input.as_bytes()).map_err(|_| ());
+            assert_eq!(got, c.want, "input {:?}", c.input);
+        }
+    }
+
+    #[test]
+    fn config_count_matches_strtoul() {
+        let cases: &[(&str, Result<usize, ()>)] = &[
+            ("", Ok(0)),
+            ("1", Ok(1)),
+            (" 1", Ok(1)),
+            ("\t+2", Ok(2)),
+            ("010", Ok(10)),
+            ("0x1", Err(())),
+            ("1 ", Err(())),
+            (" ", Err(())),
+            ("-0", Ok(0)),
+            ("-1", Err(())),
+            ("2147483647", Ok(2147483647)),
+            ("2147483648", Err(())),
+            ("99999999999999999999999", Err(())),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                parse_config_count(input.as_bytes()).map_err(|_| ()),
+                *want,
+                "input {input:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_classifier_table() {
+        let refused: &[(&str, Option<&str>)] = &[
+            ("core.askpass", Some("x")),
+            ("core.editor", Some("x")),
+            ("core.fsmonitor", Some("/tmp/x")),
+            ("core.fsmonitor", None),
+            ("core.hooksPath", Some("/dev/null")),
+            ("CORE.HOOKSPATH", Some("x")),
+            ("core.pager", Some("x")),
+            ("core.sshCommand", Some("x")),
+            ("core.worktree", Some("x")),
+            ("credential.helper", Some("x")),
+            ("credential.https://h.helper", Some("!x")),
+            ("diff.external", Some("x")),
+            ("include.path", Some("x")),
+            ("includeIf.gitdir:/x.path", Some("x")),
+            ("pager.log", Some("x")),
+            ("sequence.editor", Some("x")),
+            ("core.gitProxy", Some("x")),
+            ("core.alternateRefsCommand", Some("x")),
+            ("uploadpack.packObjectsHook", Some("x")),
+            ("remote.origin.uploadpack", Some("x")),
+            ("remote.origin.receivepack", Some("x")),
+            ("remote.origin.vcs", Some("x")),
+            ("protocol.ext.allow", Some("always")),
+            ("protocol.allow", Some("always")),
+            ("url.ext::sh -c x.insteadOf", Some("https://")),
+            ("filter.lfs.clean", Some("x")),
+            ("filter.x.smudge", Some("x")),
+            ("filter.x.process", Some("x")),
+            ("diff.x.command", Some("x")),
+            ("diff.x.textconv", Some("x")),
+            ("merge.x.driver", Some("x")),
+            ("gpg.program", Some("x")),
+            ("gpg.ssh.program", Some("x")),
+            ("gpg.ssh.defaultKeyCommand", Some("x")),
+            ("interactive.diffFilter", Some("x")),
+            ("difftool.x.cmd", Some("x")),
+            ("mergetool.x.cmd", Some("x")),
+            ("browser.x.cmd", Some("x")),
+            ("man.x.cmd", Some("x")),
+            ("sendemail.smtpServer", Some("/bin/x")),
+            ("sendemail.x.toCmd", Some("x")),
+            ("submodule.x.update", Some("!x")),
+            ("init.templateDir", Some("/x")),
+            ("hook.pre-commit.command", Some("x")),
+            ("alias.x", Some("!sh")),
+            ("alias.x", Some("  !sh")),
+            ("tar.tgz.command", Some("x")),
+        ];
+        for (k, v) in refused {
+            assert!(
+                classify_key(k, *v, "-c").is_err(),
+                "{k}={v:?} must be refused"
+            );
+        }
+        let allowed: &[(&str, Option<&str>)] = &[
+            ("user.name", Some("x")),
+            ("core.fsmonitor", Some("false")),
+            ("core.fsmonitor", Some("OFF")),
+            ("core.fsmonitor", Some("0")),
+            ("core.fsmonitor", Some("")),
+            ("core.autocrlf", Some("true")),
+            ("submodule.x.update", Some("rebase")),
+            ("alias.co", Some("checkout")),
+            ("remote.origin.url", Some("https://example.invalid/x")),
+            ("color.ui", Some("auto")),
+        ];
+        for (k, v) in allowed {
+            assert!(
+                classify_key(k, *v, "-c").is_ok(),
+                "{k}={v:?} must be allowed"
+            );
+        }
+    }
+
+    #[test]
+    fn split_cmdline_like_git() {
+        assert_eq!(
+            split_cmdline(r#"commit -m "a b" 'c d' e\ f"#).unwrap(),
+            vec!["commit", "-m", "a b", "c d", "e f"]
+        );
+        assert!(split_cmdline("'x").is_err());
+    }
+
+    #[test]
+    fn sq_dequote_step_resumes_after_escaped_quote() {
+        let (w, rest) = sq_dequote_step(br"'a'\''b' tail").unwrap();
+        assert_eq!(w, b"a'b");
+        assert_eq!(rest, Some(&b" tail"[..]));
+    }
+}

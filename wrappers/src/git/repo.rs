@@ -1,0 +1,98 @@
+//! Repository discovery, so that `--git-dir`, `GIT_DIR`, `GIT_INDEX_FILE`, ... can be accepted
+//! exactly when they name what git would find by itself (as git itself exports them to hooks)
+//! and refused when they point anywhere else.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The repository git would discover from a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// Canonical git directory (for a linked worktree, its private dir).
+    pub git_dir: PathBuf,
+    /// Canonical common directory (`commondir` file of a linked worktree, else `git_dir`).
+    pub common_dir: PathBuf,
+    /// Canonical top of the work tree, `None` for a bare repository.
+    pub work_tree: Option<PathBuf>,
+}
+
+fn is_git_dir(d: &Path) -> bool {
+    d.join("HEAD").is_file() && d.join("objects").is_dir() && d.join("refs").is_dir()
+}
+
+fn read_gitfile(f: &Path) -> Option<PathBuf> {
+    let text = fs::read_to_string(f).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    let p = Path::new(target);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        f.parent()?.join(p)
+    };
+    fs::canonicalize(p).ok()
+}
+
+fn common_dir_of(git_dir: &Path) -> PathBuf {
+    match fs::read_to_string(git_dir.join("commondir")) {
+        Ok(s) => {
+            let p = Path::new(s.trim());
+            let p = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                git_dir.join(p)
+            };
+            fs::canonicalize(&p).unwrap_or(p)
+        }
+        Err(_) => git_dir.to_path_buf(),
+    }
+}
+
+/// Walk up from `start` as git's `setup_git_directory_gently` does: `.git` directory, `.git`
+/// file (`gitdir:`), or the directory itself being a git dir (bare).
+pub fn discover(start: &Path) -> Option<Discovered> {
+    let start = fs::canonicalize(start).ok()?;
+    let mut dir: Option<&Path> = Some(&start);
+    while let Some(d) = dir {
+        let dotgit = d.join(".git");
+        if dotgit.is_dir() && is_git_dir(&dotgit) {
+            let git_dir = fs::canonicalize(&dotgit).ok()?;
+            return Some(Discovered {
+                common_dir: common_dir_of(&git_dir),
+                git_dir,
+                work_tree: Some(d.to_path_buf()),
+            });
+        }
+        if dotgit.is_file() {
+            if let Some(git_dir) = read_gitfile(&dotgit) {
+                if is_git_dir(&git_dir) {
+                    return Some(Discovered {
+                        common_dir: common_dir_of(&git_dir),
+                        git_dir,
+                        work_tree: Some(d.to_path_buf()),
+                    });
+                }
+            }
+        }
+        if is_git_dir(d) {
+            let git_dir = d.to_path_buf();
+            return Some(Discovered {
+                common_dir: common_dir_of(&git_dir),
+                git_dir,
+                work_tree: None,
+            });
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// `path` relative to `cwd`, canonicalized; for a path that does not exist yet, its parent is
+/// canonicalized and the last component appended.
+pub fn resolve(cwd: &Path, path: &Path) -> Option<PathBuf> {
+    let p = cwd.join(path);
+    if let Ok(c) = fs::canonicalize(&p) {
+        return Some(c);
+    }
+    let parent = fs::canonicalize(p.parent()?).ok()?;
+    Some(parent.join(p.file_name()?))
+}

@@ -1,0 +1,141 @@
+//! The wrapper binaries' main paths: harden, load the policy, decide, audit, exec.
+//!
+//! Exit statuses: the real runtime's own status when it ran (the wrapper `execve`s, so it is
+//! not in between); 2 when refused; 125 when the wrapper cannot work (no policy, no runtime
+//! entry, the entry names the wrapper itself); 126 when the real binary could not be executed;
+//! 127 when it does not exist.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::env::{build_child_env, EnvView, Runtime};
+use crate::git::{check_git_with, GitContext};
+use crate::refusal::{Reason, Refusal};
+use crate::runtime::{self, WrapperPolicy, POLICY_ENV};
+
+pub const EXIT_REFUSED: i32 = 2;
+pub const EXIT_CONFIG: i32 = 125;
+pub const EXIT_EXEC_FAILED: i32 = 126;
+pub const EXIT_NOT_FOUND: i32 = 127;
+
+struct Invocation {
+    tool: &'static str,
+    args: Vec<OsString>,
+    env: EnvView,
+    env_pairs: Vec<(OsString, OsString)>,
+    cwd: PathBuf,
+}
+
+impl Invocation {
+    fn from_process(tool: &'static str) -> Self {
+        let env_pairs: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        Invocation {
+            tool,
+            args: std::env::args_os().skip(1).collect(),
+            env: EnvView::new(&env_pairs),
+            env_pairs,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        }
+    }
+
+    fn fail(&self, msg: &str) -> i32 {
+        let _ = writeln!(std::io::stderr(), "execguard-{}: error: {msg}", self.tool);
+        EXIT_CONFIG
+    }
+
+    /// One stderr line, one audit record, exit status 2.
+    fn refuse(&self, r: &Refusal, policy: Option<&WrapperPolicy>) -> i32 {
+        let _ = writeln!(std::io::stderr(), "execguard-{}: {r}", self.tool);
+        if let Some(log) = policy.and_then(|p| p.audit_log.as_deref()) {
+            let line = runtime::audit_line(self.tool, r.code(), r.detail(), &self.args, &self.cwd);
+            if let Err(e) = runtime::append_audit(log, &line) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "execguard-{}: warning: failed to write audit log {}: {e}",
+                    self.tool,
+                    log.display()
+                );
+            }
+        }
+        EXIT_REFUSED
+    }
+
+    fn exec(&self, real: &Path, args: &[OsString], rt: Runtime) -> i32 {
+        let child_env = build_child_env(rt, &self.env);
+        let err = runtime::exec_runtime(real, std::ffi::OsStr::new(self.tool), args, &child_env);
+        let _ = writeln!(
+            std::io::stderr(),
+            "execguard-{}: error: failed to execute {}: {err}",
+            self.tool,
+            real.display()
+        );
+        if err.kind() == std::io::ErrorKind::NotFound {
+            EXIT_NOT_FOUND
+        } else {
+            EXIT_EXEC_FAILED
+        }
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => false,
+    }
+}
+
+/// Load the policy and find the real binary; `Err` is the exit status.
+fn setup(inv: &Invocation, name: &str) -> Result<(WrapperPolicy, PathBuf, Option<PathBuf>), i32> {
+    let policy =
+        WrapperPolicy::load(inv.env.get(POLICY_ENV)).map_err(|e| inv.fail(&e.to_string()))?;
+    if let Err(why) = runtime::harden_process() {
+        return Err(inv.refuse(&Refusal::new(Reason::Traced, why), Some(&policy)));
+    }
+    let Some(real) = policy.real_binary(name).map(|r| r.path.clone()) else {
+        return Err(inv.fail(&format!("the policy names no {name} runtime")));
+    };
+    let self_exe = std::env::current_exe().ok();
+    if self_exe.as_deref().is_some_and(|s| same_file(s, &real)) {
+        return Err(inv.fail(&format!(
+            "the {name} runtime {} is this wrapper",
+            real.display()
+        )));
+    }
+    Ok((policy, real, self_exe))
+}
+
+/// `execguard-git` (installed as `git`).
+pub fn main_git() -> i32 {
+    let inv = Invocation::from_process("git");
+    let (policy, real, self_exe) = match setup(&inv, "git") {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let reader = runtime::RealGitConfig {
+        real_git: real.clone(),
+        env: build_child_env(Runtime::Git, &inv.env),
+    };
+    let ctx = GitContext {
+        reader: &reader,
+        shim: policy.git_shim_rule(self_exe),
+    };
+    match check_git_with(&inv.args, &inv.env_pairs, &inv.cwd, &ctx) {
+        Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git),
+        Err(r) => inv.refuse(&r, Some(&policy)),
+    }
+}
+
+/// `execguard-node` (installed as `node`).
+pub fn main_node() -> i32 {
+    let inv = Invocation::from_process("node");
+    let (policy, real, _) = match setup(&inv, "node") {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    match crate::node::check_node(&inv.args) {
+        Ok(_) => inv.exec(&real, &inv.args, Runtime::Node),
+        Err(r) => inv.refuse(&r, Some(&policy)),
+    }
+}

@@ -1,0 +1,315 @@
+//! The node wrapper's decision, following node's own option parser: `_` and `-` are the same
+//! in option names, `--opt=value` and `--opt value` for options that take values, the `-pe`
+//! style short bundles, `--` ending node's options, and the first non-option being the
+//! script (everything after it belongs to the script).
+
+use std::ffi::OsString;
+
+use crate::refusal::{Reason, Refusal};
+
+/// node options that take a value (node 20 `--help`, plus newer ones). An option missing
+/// here would have its value read as the script name, which ends option parsing early; so
+/// the list errs towards including names.
+const VALUE_OPTIONS: &[&str] = &[
+    "allow-fs-read",
+    "allow-fs-write",
+    "build-snapshot-config",
+    "conditions",
+    "cpu-prof-dir",
+    "cpu-prof-interval",
+    "cpu-prof-name",
+    "diagnostic-dir",
+    "disable-proto",
+    "disable-warning",
+    "dns-result-order",
+    "env-file",
+    "env-file-if-exists",
+    "eval",
+    "experimental-default-type",
+    "experimental-loader",
+    "loader",
+    "experimental-policy",
+    "experimental-sea-config",
+    "heap-prof-dir",
+    "heap-prof-interval",
+    "heap-prof-name",
+    "heapsnapshot-near-heap-limit",
+    "heapsnapshot-signal",
+    "icu-data-dir",
+    "import",
+    "input-type",
+    "inspect-publish-uid",
+    "max-http-header-size",
+    "network-family-autoselection-attempt-timeout",
+    "openssl-config",
+    "policy-integrity",
+    "print",
+    "redirect-warnings",
+    "report-directory",
+    "report-dir",
+    "report-filename",
+    "report-signal",
+    "require",
+    "secure-heap",
+    "secure-heap-min",
+    "snapshot-blob",
+    "test-concurrency",
+    "test-name-pattern",
+    "test-skip-pattern",
+    "test-reporter",
+    "test-reporter-destination",
+    "test-shard",
+    "test-timeout",
+    "title",
+    "tls-cipher-list",
+    "tls-keylog",
+    "trace-event-categories",
+    "trace-event-file-pattern",
+    "trace-require-module",
+    "unhandled-rejections",
+    "use-largepages",
+    "v8-pool-size",
+    "watch-path",
+    "debug-port",
+    "inspect-port",
+    "experimental-config-file",
+    "run",
+    "stack-trace-limit",
+    "max-old-space-size",
+    "max-semi-space-size",
+    "localstorage-file",
+    "experimental-sea-config",
+    "env-file",
+    "test-coverage-include",
+    "test-coverage-exclude",
+];
+
+/// Options that print something and exit: a run made only of these needs no script.
+const PRINT_ONLY: &[&str] = &["version", "help", "v8-options", "completion-bash"];
+
+/// Built-in test reporters; any other value is a module node would load.
+const BUILTIN_REPORTERS: &[&str] = &["spec", "tap", "dot", "junit", "lcov"];
+
+fn classify_long(name: &str, value: Option<&str>) -> Option<(Reason, &'static str)> {
+    use Reason::*;
+    Some(match name {
+        "eval" | "print" | "interactive" => (NodeInlineCode, "runs code given on the command line"),
+        "require" | "import" | "loader" | "experimental-loader" => {
+            (NodeCodeLoading, "loads code before the script")
+        }
+        "env-file" | "env-file-if-exists" => (
+            NodeCodeLoading,
+            "loads environment (NODE_OPTIONS) from a file",
+        ),
+        "experimental-config-file" | "experimental-default-config-file" => {
+            (NodeCodeLoading, "loads node options from a file")
+        }
+        "openssl-config" => (
+            NodeCodeLoading,
+            "loads an OpenSSL config (engines run code)",
+        ),
+        "experimental-network-imports" => (NodeCodeLoading, "imports code over the network"),
+        "snapshot-blob" => (NodeCodeLoading, "starts from a heap snapshot"),
+        "test-reporter" if !value.is_some_and(|v| BUILTIN_REPORTERS.contains(&v)) => {
+            (NodeCodeLoading, "loads a reporter module")
+        }
+        n if n == "inspect"
+            || n.starts_with("inspect-")
+            || n == "debug"
+            || n == "debug-brk"
+            || n == "debug-port" =>
+        {
+            (NodeInspector, "opens the inspector")
+        }
+        "run" => (NodeRun, "runs a package.json script through a shell"),
+        _ => return None,
+    })
+}
+
+fn classify_short(c: char) -> Option<(Reason, &'static str)> {
+    match c {
+        'e' | 'p' | 'i' => Some((
+            Reason::NodeInlineCode,
+            "runs code given on the command line",
+        )),
+        'r' => Some((Reason::NodeCodeLoading, "loads code before the script")),
+        _ => None,
+    }
+}
+
+/// What node would run: the script (if any) and where its arguments start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePlan {
+    pub script: Option<OsString>,
+}
+
+/// Check a node invocation (`args` excludes argv[0]). The environment is not consulted:
+/// `NODE_OPTIONS`, `OPENSSL_CONF`, `NODE_REPL_EXTERNAL_MODULE` and friends are never passed
+/// to node (see `env::build_child_env`).
+pub fn check_node(args: &[OsString]) -> Result<NodePlan, Refusal> {
+    let mut i = 0;
+    let mut print_only = true;
+    let mut test_mode = false;
+    let mut saw_option = false;
+    while i < args.len() {
+        let raw = args[i].to_string_lossy().into_owned();
+        i += 1;
+        if raw == "--" {
+            let script = args.get(i).cloned();
+            return finish(script, print_only && !saw_option, test_mode);
+        }
+        if let Some(body) = raw.strip_prefix("--") {
+            saw_option = true;
+            let (name, inline) = match body.find('=') {
+                Some(k) => (&body[..k], Some(&body[k + 1..])),
+                None => (body, None),
+            };
+            let name = name.replace('_', "-");
+            let mut value = inline.map(str::to_owned);
+            if value.is_none() && VALUE_OPTIONS.contains(&name.as_str()) && i < args.len() {
+                value = Some(args[i].to_string_lossy().into_owned());
+                i += 1;
+            }
+            if name.starts_with("no-") {
+                print_only = false;
+                continue; // negation of a boolean option
+            }
+            if let Some((reason, what)) = classify_long(&name, value.as_deref()) {
+                return Err(Refusal::new(reason, format!("node {raw}: {what}")));
+            }
+            if name == "test" {
+                test_mode = true;
+            }
+            if !PRINT_ONLY.contains(&name.as_str()) {
+                print_only = false;
+            }
+            continue;
+        }
+        if raw.len() > 1 && raw.starts_with('-') {
+            saw_option = true;
+            let letters: Vec<char> = raw[1..].chars().collect();
+            for (j, c) in letters.iter().enumerate() {
+                if let Some((reason, what)) = classify_short(*c) {
+                    return Err(Refusal::new(reason, format!("node {raw}: {what}")));
+                }
+                if *c == 'C' {
+                    if j + 1 == letters.len() && i < args.len() {
+                        i += 1; // -C <condition>
+                    }
+                    break;
+                }
+            }
+            if !(raw == "-v" || raw == "-h") {
+                print_only = false;
+            }
+            continue;
+        }
+        return finish(Some(args[i - 1].clone()), false, test_mode);
+    }
+    finish(None, print_only && saw_option, test_mode)
+}
+
+fn finish(
+    script: Option<OsString>,
+    print_only: bool,
+    test_mode: bool,
+) -> Result<NodePlan, Refusal> {
+    match &script {
+        Some(s) if s == "-" => Err(Refusal::new(
+            Reason::NodeInlineCode,
+            "node -: reads code from stdin",
+        )),
+        Some(_) => Ok(NodePlan { script }),
+        None if print_only || test_mode => Ok(NodePlan { script }),
+        None => Err(Refusal::new(
+            Reason::NodeInlineCode,
+            "node without a script starts the REPL or reads code from stdin",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<NodePlan, Refusal> {
+        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+        check_node(&v)
+    }
+
+    #[test]
+    fn node_corpus() {
+        let refused: &[(&[&str], &str)] = &[
+            (&["-e", "1"], "node_inline_code"),
+            (&["--eval=1"], "node_inline_code"),
+            (&["-p", "1"], "node_inline_code"),
+            (&["-pe", "1"], "node_inline_code"),
+            (&["-ep", "1"], "node_inline_code"),
+            (&["--print", "1"], "node_inline_code"),
+            (&["-i"], "node_inline_code"),
+            (&[], "node_inline_code"),
+            (&["-"], "node_inline_code"),
+            (&["--", "-"], "node_inline_code"),
+            (&["--no-warnings"], "node_inline_code"),
+            (&["-r", "x", "a.js"], "node_code_loading"),
+            (&["--require=x", "a.js"], "node_code_loading"),
+            (&["--import", "x", "a.js"], "node_code_loading"),
+            (&["--loader", "x", "a.js"], "node_code_loading"),
+            (&["--experimental-loader=x", "a.js"], "node_code_loading"),
+            (&["--experimental_loader=x", "a.js"], "node_code_loading"),
+            (&["--experimental_loader", "x", "a.js"], "node_code_loading"),
+            (&["--env-file=.env", "a.js"], "node_code_loading"),
+            (&["--env-file-if-exists=.env", "a.js"], "node_code_loading"),
+            (&["--env_file", ".env", "a.js"], "node_code_loading"),
+            (
+                &["--experimental-config-file=c.json", "a.js"],
+                "node_code_loading",
+            ),
+            (
+                &["--experimental-default-config-file", "a.js"],
+                "node_code_loading",
+            ),
+            (
+                &["--openssl-config=/tmp/o.cnf", "a.js"],
+                "node_code_loading",
+            ),
+            (&["--inspect", "a.js"], "node_inspector"),
+            (&["--inspect=0.0.0.0:9229", "a.js"], "node_inspector"),
+            (&["--inspect-brk", "a.js"], "node_inspector"),
+            (&["--inspect_wait", "a.js"], "node_inspector"),
+            (&["--inspect-port=1", "a.js"], "node_inspector"),
+            (&["--run", "build"], "node_run"),
+            (&["--title", "x", "-e", "1"], "node_inline_code"),
+            (&["--test-reporter=./r.js", "--test"], "node_code_loading"),
+        ];
+        for (args, code) in refused {
+            let r = check(args).expect_err(&format!("{args:?} must be refused"));
+            assert_eq!(r.code(), *code, "{args:?}");
+        }
+        let allowed: &[&[&str]] = &[
+            &["a.js"],
+            &["a.js", "-e", "x", "--inspect", "--no-verify"],
+            &["--", "a.js", "-e"],
+            &["-v"],
+            &["--version"],
+            &["-h"],
+            &["--title", "-e", "a.js"],
+            &["--no-experimental-fetch", "a.js"],
+            &["--test"],
+            &["--test-reporter=spec", "--test"],
+            &["-C", "development", "a.js"],
+            &["--stack-trace-limit", "50", "a.js"],
+        ];
+        for args in allowed {
+            assert!(
+                check(args).is_ok(),
+                "{args:?} must be allowed: {:?}",
+                check(args)
+            );
+        }
+        assert_eq!(
+            check(&["--title", "-e", "a.js"]).unwrap().script,
+            Some("a.js".into())
+        );
+    }
+}

@@ -1,0 +1,383 @@
+//! Where the wrappers find the real runtime and the audit log, how they read git's config
+//! through the real git, and how they exec.
+//!
+//! The policy comes from `/etc/execguard/policy.toml` (system/image mode) or, when that file
+//! does not exist, from the `EXECGUARD_POLICY` variable holding the policy text (host mode).
+
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::git::config::ConfigEntry;
+use crate::git::{ConfigReader, ShimRule};
+
+pub const SYSTEM_POLICY: &str = "/etc/execguard/policy.toml";
+pub const POLICY_ENV: &str = "EXECGUARD_POLICY";
+
+/// One `[[runtime]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeEntry {
+    pub name: String,
+    pub path: PathBuf,
+    pub wrapper: Option<PathBuf>,
+}
+
+/// The parts of the policy the wrappers use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WrapperPolicy {
+    pub runtimes: Vec<RuntimeEntry>,
+    pub audit_log: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyLoadError {
+    #[error("failed to read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("no policy: {SYSTEM_POLICY} does not exist and {POLICY_ENV} is not set")]
+    Missing,
+    #[error("policy line {line}: {what}")]
+    Syntax { line: usize, what: String },
+}
+
+fn unquote(v: &str, line: usize) -> Result<String, PolicyLoadError> {
+    let v = v.trim();
+    let inner = v
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .ok_or_else(|| PolicyLoadError::Syntax {
+            line,
+            what: format!("expected a quoted string, got {v}"),
+        })?;
+    if inner.contains('\\') || inner.contains('"') {
+        return Err(PolicyLoadError::Syntax {
+            line,
+            what: "escapes are not supported in paths".into(),
+        });
+    }
+    Ok(inner.to_owned())
+}
+
+impl WrapperPolicy {
+    /// Read the wrapper-relevant keys of the policy's TOML subset: top-level `audit_log`,
+    /// and `name`/`path`/`wrapper` of each `[[runtime]]`. Other keys and tables are skipped
+    /// (the guard's parser owns them).
+    pub fn parse(text: &str) -> Result<Self, PolicyLoadError> {
+        let mut p = WrapperPolicy::default();
+        let mut in_runtime = false;
+        let mut in_other_table = false;
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.split(" #").next().unwrap_or("").trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if line == "[[runtime]]" {
+                p.runtimes.push(RuntimeEntry {
+                    name: String::new(),
+                    path: PathBuf::new(),
+                    wrapper: None,
+                });
+                in_runtime = true;
+                in_other_table = false;
+                continue;
+            }
+            if line.starts_with('[') {
+                in_runtime = false;
+                in_other_table = true;
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=') else {
+                continue;
+            };
+            let k = k.trim();
+            if in_runtime {
+                let rt = p.runtimes.last_mut().expect("pushed at [[runtime]]");
+                match k {
+                    "name" => rt.name = unquote(v, n + 1)?,
+                    "path" => rt.path = PathBuf::from(unquote(v, n + 1)?),
+                    "wrapper" => rt.wrapper = Some(PathBuf::from(unquote(v, n + 1)?)),
+                    _ => {}
+                }
+            } else if !in_other_table && k == "audit_log" {
+                p.audit_log = Some(PathBuf::from(unquote(v, n + 1)?));
+            }
+        }
+        p.runtimes
+            .retain(|r| !r.name.is_empty() && r.path.is_absolute());
+        Ok(p)
+    }
+
+    /// The system policy file, or the inline policy in the environment when that file does
+    /// not exist. An unreadable system policy is an error, never a fallback.
+    pub fn load(env_value: Option<&OsStr>) -> Result<Self, PolicyLoadError> {
+        match std::fs::read(SYSTEM_POLICY) {
+            Ok(bytes) => Self::parse(&String::from_utf8_lossy(&bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match env_value {
+                Some(v) => Self::parse(&v.to_string_lossy()),
+                None => Err(PolicyLoadError::Missing),
+            },
+            Err(source) => Err(PolicyLoadError::Read {
+                path: SYSTEM_POLICY.into(),
+                source,
+            }),
+        }
+    }
+
+    /// The real binary for `name`: the first runtime entry of that name.
+    pub fn real_binary(&self, name: &str) -> Option<&RuntimeEntry> {
+        self.runtimes.iter().find(|r| r.name == name)
+    }
+
+    /// The shim rule for git: the wrapper named by the policy (or this process's own
+    /// executable), and the directories of every protected git copy.
+    pub fn git_shim_rule(&self, self_exe: Option<PathBuf>) -> ShimRule {
+        let wrapper = self_exe.or_else(|| self.real_binary("git").and_then(|r| r.wrapper.clone()));
+        let real_exec_dirs = self
+            .runtimes
+            .iter()
+            .filter(|r| r.name == "git")
+            .filter_map(|r| r.path.parent().map(Path::to_path_buf))
+            .collect();
+        ShimRule {
+            wrapper,
+            real_exec_dirs,
+        }
+    }
+}
+
+/// Reads config by running the real git (`git config --list -z`) with the isolated child
+/// environment and without command-line config sources (those are checked separately).
+pub struct RealGitConfig {
+    pub real_git: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl ConfigReader for RealGitConfig {
+    fn read_config(
+        &self,
+        cwd: &Path,
+        global_args: &[OsString],
+    ) -> Result<Vec<ConfigEntry>, String> {
+        let out = Command::new(&self.real_git)
+            .args(global_args)
+            .args(["config", "--list", "-z"])
+            .env_clear()
+            .envs(
+                self.env
+                    .iter()
+                    .filter(|(k, _)| {
+                        let k = k.to_string_lossy();
+                        !(k.starts_with("GIT_CONFIG_PARAMETERS")
+                            || k.starts_with("GIT_CONFIG_COUNT")
+                            || k.starts_with("GIT_CONFIG_KEY_")
+                            || k.starts_with("GIT_CONFIG_VALUE_"))
+                    })
+                    .map(|(k, v)| (k, v)),
+            )
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("failed to run {}: {e}", self.real_git.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "git config --list failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(parse_config_list_z(&out.stdout))
+    }
+}
+
+/// Parse `git config --list -z`: `key\nvalue\0`, or `key\0` for the implicit boolean.
+pub fn parse_config_list_z(out: &[u8]) -> Vec<ConfigEntry> {
+    out.split(|b| *b == 0)
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            let s = String::from_utf8_lossy(r);
+            match s.split_once('\n') {
+                Some((k, v)) => ConfigEntry::new(k, Some(v)),
+                None => ConfigEntry::new(s.as_ref(), None),
+            }
+        })
+        .collect()
+}
+
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// One audit record as a JSON line.
+pub fn audit_line(tool: &str, code: &str, detail: &str, argv: &[OsString], cwd: &Path) -> String {
+    let ts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut s = String::from("{");
+    s.push_str(&format!("\"ts\":{ts},\"pid\":{},", std::process::id()));
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    s.push_str(&format!("\"uid\":{uid},\"source\":"));
+    json_str(&mut s, &format!("execguard-{tool}"));
+    s.push_str(",\"decision\":\"refused\",\"reason\":");
+    json_str(&mut s, code);
+    s.push_str(",\"detail\":");
+    json_str(&mut s, detail);
+    s.push_str(",\"cwd\":");
+    json_str(&mut s, &cwd.to_string_lossy());
+    s.push_str(",\"argv\":[");
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        json_str(&mut s, &a.to_string_lossy());
+    }
+    s.push_str("]}\n");
+    s
+}
+
+/// Append one record with a single `write` on an `O_APPEND` descriptor, so concurrent
+/// writers never interleave within a line.
+pub fn append_audit(path: &Path, line: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)?;
+    let n = f.write(line.as_bytes())?;
+    if n != line.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "short audit write",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse to run under a tracer, and make this process non-dumpable so a same-uid process
+/// cannot attach to it after the check (`PR_SET_DUMPABLE` also blocks `/proc/pid/mem`).
+pub fn harden_process() -> Result<(), String> {
+    // SAFETY: prctl(PR_SET_DUMPABLE, 0) takes no pointers; it only changes this process's
+    // dumpable flag.
+    let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    if rc != 0 {
+        return Err(format!(
+            "failed to clear dumpable flag: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| e.to_string())?;
+    let tracer = status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))
+        .map(str::trim)
+        .unwrap_or("0");
+    if tracer != "0" {
+        return Err(format!("traced by pid {tracer}"));
+    }
+    Ok(())
+}
+
+fn cstring(b: &[u8]) -> io::Result<CString> {
+    CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in argument"))
+}
+
+/// `execve(path, argv, envp)`. Returns only on failure.
+pub fn exec_runtime(
+    path: &Path,
+    argv0: &OsStr,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> io::Error {
+    let build = || -> io::Result<(CString, Vec<CString>, Vec<CString>)> {
+        let p = cstring(path.as_os_str().as_bytes())?;
+        let mut argv = vec![cstring(argv0.as_bytes())?];
+        for a in args {
+            argv.push(cstring(a.as_bytes())?);
+        }
+        let mut envp = Vec::with_capacity(env.len());
+        for (k, v) in env {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            envp.push(cstring(&kv)?);
+        }
+        Ok((p, argv, envp))
+    };
+    let (p, argv, envp) = match build() {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|c| c.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    // SAFETY: `p`, every element of `argv` and `envp` are NUL-terminated CStrings that
+    // outlive the call, and both pointer arrays end with a null pointer as execve requires.
+    unsafe { libc::execve(p.as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr()) };
+    io::Error::last_os_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_subset_parses_runtimes_and_audit_log() {
+        let p = WrapperPolicy::parse(
+            "profile = \"strict\"\naudit_log = \"/var/log/eg.jsonl\"\n[[runtime]]\nname = \"git\"\npath = \"/usr/libexec/execguard/real/git\" # real\nwrapper = \"/usr/libexec/execguard/bin/execguard-git\"\n[[runtime]]\nname = \"git\"\npath = \"/usr/lib/git-core/git\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.audit_log.as_deref(), Some(Path::new("/var/log/eg.jsonl")));
+        assert_eq!(p.runtimes.len(), 2);
+        assert_eq!(
+            p.real_binary("git").unwrap().path,
+            Path::new("/usr/libexec/execguard/real/git")
+        );
+        let rule = p.git_shim_rule(None);
+        assert_eq!(rule.real_exec_dirs.len(), 2);
+        assert!(p.real_binary("node").is_none());
+    }
+
+    #[test]
+    fn audit_line_is_escaped_json() {
+        let l = audit_line(
+            "git",
+            "hook_bypass",
+            "a\"b\n",
+            &["x\\".into()],
+            Path::new("/w"),
+        );
+        assert!(l.ends_with("]}\n"));
+        assert!(l.contains("\"detail\":\"a\\\"b\\n\""));
+        assert!(l.contains("\"argv\":[\"x\\\\\"]"));
+        assert_eq!(l.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn config_list_z() {
+        let v = parse_config_list_z(b"core.bare\nfalse\0alias.co\ncheckout\0x.flag\0");
+        assert_eq!(v[1], ConfigEntry::new("alias.co", Some("checkout")));
+        assert_eq!(v[2], ConfigEntry::new("x.flag", None));
+    }
+}
