@@ -1,0 +1,544 @@
+//! Results (what results.json holds) and the Markdown report.
+
+use crate::elfinfo::LibInfo;
+use crate::instr::InstrReport;
+use crate::mem::MemResult;
+use crate::stats::{paired_ratio, Summary};
+use crate::sysinfo::Machine;
+use crate::workloads::Unit;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Meta {
+    pub command: String,
+    pub date_utc: String,
+    pub duration_s: f64,
+    pub quick: bool,
+    pub machine: Machine,
+    pub loadavg_start: String,
+    pub loadavg_end: String,
+    pub git_commit: Option<String>,
+    /// Names of the variables set with --env/--policy (values are not recorded).
+    pub env_keys: Vec<String>,
+    /// LD_PRELOAD the harness itself was started with (removed for every run).
+    pub inherited_ld_preload: Option<String>,
+    pub bin_dir: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantInfo {
+    pub name: String,
+    pub label: String,
+    pub lib: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantResult {
+    pub variant: String,
+    pub samples: Vec<f64>,
+    /// Driver workloads: the first call in each fresh process, µs.
+    pub first_call: Vec<f64>,
+    pub summary: Option<Summary>,
+    pub failed: Option<String>,
+    pub notes: Vec<String>,
+    /// median(variant) / median(plain).
+    pub ratio_plain: Option<f64>,
+    /// median, p10, p90 of the per-iteration ratios variant[i] / plain[i].
+    pub ratio_plain_paired: Option<(f64, f64, f64)>,
+    pub ratio_floor_c: Option<f64>,
+    pub ratio_floor_rust: Option<f64>,
+    /// median(variant) - median(plain), in the workload's unit.
+    pub delta_plain: Option<f64>,
+    /// The same delta per exec in the workload, µs (where the workload has a known exec count).
+    pub delta_per_exec_us: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadResult {
+    pub id: String,
+    pub title: String,
+    pub unit: Unit,
+    pub description: String,
+    pub samples_planned: usize,
+    pub skipped: Option<String>,
+    pub results: Vec<VariantResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetCheck {
+    pub check: String,
+    pub limit: String,
+    pub measured: Option<String>,
+    pub met: Option<bool>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    pub meta: Meta,
+    pub variants: Vec<VariantInfo>,
+    pub libraries: Vec<LibInfo>,
+    pub library_errors: Vec<String>,
+    pub workloads: Vec<WorkloadResult>,
+    pub memory: Vec<MemResult>,
+    pub instructions: Option<InstrReport>,
+    pub instructions_unavailable: Option<String>,
+    pub budget: Vec<BudgetCheck>,
+}
+
+/// Fills ratios and deltas once every variant of a workload has its samples.
+pub fn derive(w: &mut WorkloadResult, execs_per_sample: Option<f64>) {
+    let find = |name: &str, rs: &[VariantResult]| {
+        rs.iter()
+            .find(|r| r.variant == name && r.failed.is_none())
+            .and_then(|r| r.summary.clone().map(|s| (s, r.samples.clone())))
+    };
+    let plain = find("plain", &w.results);
+    let floor_c = find("floor-c", &w.results);
+    let floor_rust = find("floor-rust", &w.results);
+    let unit_to_us = match w.unit {
+        Unit::MicrosPerOp => 1.0,
+        Unit::MillisPerRun => 1e3,
+    };
+    for r in &mut w.results {
+        let Some(s) = r.summary.clone().filter(|_| r.failed.is_none()) else {
+            continue;
+        };
+        if let Some((p, ps)) = &plain {
+            r.ratio_plain = Some(s.median / p.median);
+            r.delta_plain = Some(s.median - p.median);
+            r.delta_per_exec_us = execs_per_sample.map(|n| (s.median - p.median) * unit_to_us / n);
+            if r.samples.len() == ps.len() {
+                r.ratio_plain_paired = paired_ratio(&r.samples, ps);
+            }
+        }
+        r.ratio_floor_c = floor_c.as_ref().map(|(f, _)| s.median / f.median);
+        r.ratio_floor_rust = floor_rust.as_ref().map(|(f, _)| s.median / f.median);
+    }
+}
+
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        "–".into()
+    } else if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.3}x")).unwrap_or_else(|| "–".into())
+}
+
+fn signed(v: Option<f64>) -> String {
+    v.map(|x| format!("{}{}", if x >= 0.0 { "+" } else { "" }, num(x)))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn cell(w: &WorkloadResult, variant: &str) -> String {
+    if let Some(s) = &w.skipped {
+        return format!("skipped: {s}");
+    }
+    match w.results.iter().find(|r| r.variant == variant) {
+        None => "–".into(),
+        Some(r) if r.failed.is_some() => "FAILED".into(),
+        Some(r) if variant == "plain" => r
+            .summary
+            .as_ref()
+            .map(|s| format!("{} {}", num(s.median), w.unit.label()))
+            .unwrap_or_else(|| "–".into()),
+        Some(r) => ratio(r.ratio_plain),
+    }
+}
+
+fn bytes(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    } else if n >= 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} B")
+    }
+}
+
+pub fn markdown(r: &Results) -> String {
+    let m = &r.meta;
+    let mut o = String::new();
+    let _ = writeln!(o, "# execguard exec-overhead report\n");
+    if m.quick {
+        let _ = writeln!(
+            o,
+            "> **Quick smoke run** (`--quick`): very few samples; these numbers show that every \
+             workload runs, not what anything costs. Use a full run for figures.\n"
+        );
+    }
+    let _ = writeln!(o, "- command: `{}`", m.command);
+    let _ = writeln!(o, "- date: {} (took {:.0} s)", m.date_utc, m.duration_s);
+    let _ = writeln!(
+        o,
+        "- machine: {} CPUs ({}), kernel {}, {}",
+        m.machine.nproc, m.machine.cpu, m.machine.kernel, m.machine.glibc
+    );
+    let _ = writeln!(o, "- compilers: {}; {}", m.machine.cc, m.machine.rustc);
+    let _ = writeln!(
+        o,
+        "- load average at start / end: {} / {}",
+        m.loadavg_start, m.loadavg_end
+    );
+    if let Some(c) = &m.git_commit {
+        let _ = writeln!(o, "- repository commit: {c}");
+    }
+    if !m.env_keys.is_empty() {
+        let _ = writeln!(
+            o,
+            "- environment set for every variant (values not recorded): {}",
+            m.env_keys.join(", ")
+        );
+    }
+    if m.machine.ld_so_preload {
+        let _ = writeln!(
+            o,
+            "- **warning**: /etc/ld.so.preload exists, so \"plain\" is not preload-free here"
+        );
+    }
+    if let Some(p) = &m.inherited_ld_preload {
+        let _ = writeln!(
+            o,
+            "- note: the harness was started with LD_PRELOAD={p}; it is removed for every measured run"
+        );
+    }
+    let _ = writeln!(o, "- measured programs built into: `{}`", m.bin_dir);
+
+    let _ = writeln!(o, "\n## Variants\n");
+    let _ = writeln!(o, "| variant | what | library |");
+    let _ = writeln!(o, "| --- | --- | --- |");
+    for v in &r.variants {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} |",
+            v.name,
+            v.label,
+            v.lib
+                .as_deref()
+                .map(|l| format!("`{l}`"))
+                .unwrap_or("–".into())
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nAll variants run in one process tree, interleaved: every iteration runs each variant \
+         once, in an order rotated per iteration, so machine noise hits all of them alike. \
+         A workload's first round per variant is a discarded warm-up."
+    );
+
+    if !r.budget.is_empty() {
+        let _ = writeln!(o, "\n## Budget (issue 2)\n");
+        let _ = writeln!(o, "| check | budget | measured | status | how |");
+        let _ = writeln!(o, "| --- | --- | --- | --- | --- |");
+        for b in &r.budget {
+            let status = match b.met {
+                Some(true) => "met",
+                Some(false) => "**NOT met**",
+                None => "n/a",
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} |",
+                b.check,
+                b.limit,
+                b.measured.as_deref().unwrap_or("–"),
+                status,
+                b.note
+            );
+        }
+    }
+
+    let _ = writeln!(o, "\n## Summary: ratio of medians vs plain\n");
+    let names: Vec<&str> = r
+        .variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .filter(|n| *n != "plain")
+        .collect();
+    let _ = write!(o, "| workload | plain |");
+    for n in &names {
+        let _ = write!(o, " {n} |");
+    }
+    let guard = names.contains(&"guard");
+    if guard {
+        let _ = write!(o, " guard Δ per exec |");
+    }
+    let _ = writeln!(o);
+    let _ = write!(o, "| --- | --- |");
+    for _ in &names {
+        let _ = write!(o, " --- |");
+    }
+    if guard {
+        let _ = write!(o, " --- |");
+    }
+    let _ = writeln!(o);
+    for w in &r.workloads {
+        let _ = write!(o, "| `{}` {} | {} |", w.id, w.title, cell(w, "plain"));
+        for n in &names {
+            let _ = write!(o, " {} |", cell(w, n));
+        }
+        if guard {
+            let d = w
+                .results
+                .iter()
+                .find(|x| x.variant == "guard")
+                .and_then(|x| x.delta_per_exec_us);
+            let _ = write!(
+                o,
+                " {} |",
+                d.map(|d| format!("{} µs", signed(Some(d))))
+                    .unwrap_or_else(|| "–".into())
+            );
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(o, "\n![ratio vs plain per workload](chart.png)");
+
+    let _ = writeln!(o, "\n## Per workload\n");
+    let _ = writeln!(
+        o,
+        "median, p10 and p90 over samples; MAD = median absolute deviation; ×plain = ratio of \
+         medians, with the p10–p90 range of the per-iteration (paired) ratios in brackets; \
+         Δ = median minus plain's median."
+    );
+    for w in &r.workloads {
+        let _ = writeln!(o, "\n### `{}`: {}\n", w.id, w.title);
+        let _ = writeln!(o, "{}. Unit: {}.\n", w.description, w.unit.label());
+        if let Some(s) = &w.skipped {
+            let _ = writeln!(o, "**SKIPPED: {s}**");
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "| variant | n | median | p10 | p90 | MAD | ×plain [paired p10–p90] | ×floor-c | ×floor-rust | Δ vs plain |"
+        );
+        let _ = writeln!(
+            o,
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for x in &w.results {
+            if let Some(f) = &x.failed {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | **FAILED**: {} | | | | | | | |",
+                    x.variant,
+                    x.samples.len(),
+                    f.replace('|', "\\|")
+                );
+                continue;
+            }
+            let Some(s) = &x.summary else { continue };
+            if x.variant == "plain" {
+                let _ = writeln!(
+                    o,
+                    "| plain | {} | {} | {} | {} | {} | baseline | {} | {} | – |",
+                    s.n,
+                    num(s.median),
+                    num(s.p10),
+                    num(s.p90),
+                    num(s.mad),
+                    ratio(x.ratio_floor_c),
+                    ratio(x.ratio_floor_rust)
+                );
+                continue;
+            }
+            let paired = x
+                .ratio_plain_paired
+                .map(|(_, lo, hi)| format!(" [{lo:.3}–{hi:.3}]"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {}{} | {} | {} | {} |",
+                x.variant,
+                s.n,
+                num(s.median),
+                num(s.p10),
+                num(s.p90),
+                num(s.mad),
+                ratio(x.ratio_plain),
+                paired,
+                ratio(x.ratio_floor_c),
+                ratio(x.ratio_floor_rust),
+                signed(x.delta_plain)
+            );
+        }
+        let notes: Vec<String> = w
+            .results
+            .iter()
+            .flat_map(|x| x.notes.iter().map(move |n| format!("{}: {n}", x.variant)))
+            .collect();
+        if !notes.is_empty() {
+            let _ = writeln!(o, "\nstderr seen during samples:");
+            for n in notes {
+                let _ = writeln!(o, "- `{}`", n.replace('`', "'"));
+            }
+        }
+        if w.unit == Unit::MicrosPerOp {
+            let firsts: Vec<String> = w
+                .results
+                .iter()
+                .filter(|x| !x.first_call.is_empty())
+                .map(|x| format!("{} {}", x.variant, num(crate::stats::median(&x.first_call))))
+                .collect();
+            if !firsts.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "\nFirst call in each fresh driver process (median µs, not in the table above): {}.",
+                    firsts.join(", ")
+                );
+            }
+        }
+    }
+
+    let _ = writeln!(o, "\n## Libraries\n");
+    let _ = writeln!(
+        o,
+        "| variant | size | DT_NEEDED | SONAME | exported functions | exec entry points exported | load-time initialisers |"
+    );
+    let _ = writeln!(o, "| --- | --- | --- | --- | --- | --- | --- |");
+    for l in &r.libraries {
+        let _ = writeln!(
+            o,
+            "| {} | {} ({} B) | {} | {} | {} | {} | {} |",
+            l.variant,
+            bytes(l.size_bytes),
+            l.size_bytes,
+            if l.needed.is_empty() {
+                "(none)".to_string()
+            } else {
+                l.needed.join(", ")
+            },
+            l.soname.as_deref().unwrap_or("–"),
+            l.exported_functions,
+            if l.exec_exports.is_empty() {
+                "(none)".to_string()
+            } else {
+                l.exec_exports.join(", ")
+            },
+            l.load_time_initialisers
+        );
+    }
+    for e in &r.library_errors {
+        let _ = writeln!(o, "\n- could not inspect: {e}");
+    }
+    let _ = writeln!(
+        o,
+        "\nLoad-time initialisers = DT_INIT plus .init_array entries: code the loader runs in every \
+         process before main (compiler-generated ones included, e.g. gcc's `frame_dummy`)."
+    );
+
+    let _ = writeln!(o, "\n## Memory per process\n");
+    let _ = writeln!(
+        o,
+        "A tiny C program that blocks on stdin after start-up, read through /proc/PID/status and \
+         /proc/PID/smaps_rollup (median over runs, kB). Private = Private_Clean + Private_Dirty: \
+         what this process alone costs.\n"
+    );
+    let _ = writeln!(
+        o,
+        "| variant | VmRSS | Δ VmRSS | Pss | Δ Pss | Private | Δ Private | runs |"
+    );
+    let _ = writeln!(o, "| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let base = r.memory.iter().find(|x| x.variant == "plain");
+    for x in &r.memory {
+        let is_base = x.variant == "plain";
+        let d = |a: f64, b: Option<f64>| match b {
+            Some(b) if !is_base => signed(Some(a - b)),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {}{} |",
+            x.variant,
+            num(x.vm_rss_kb),
+            d(x.vm_rss_kb, base.map(|b| b.vm_rss_kb)),
+            num(x.pss_kb),
+            d(x.pss_kb, base.map(|b| b.pss_kb)),
+            num(x.private_kb),
+            d(x.private_kb, base.map(|b| b.private_kb)),
+            x.runs,
+            x.error
+                .as_deref()
+                .map(|e| format!(" (error: {e})"))
+                .unwrap_or_default()
+        );
+    }
+
+    let _ = writeln!(o, "\n## Instruction counts\n");
+    match (&r.instructions, &r.instructions_unavailable) {
+        (Some(ins), _) => {
+            let _ = writeln!(
+                o,
+                "Tool: **{}**. User-space instructions of the whole process tree; repeatable \
+                 where wall time is not. Δ = minus plain. callgrind writes a process's counts \
+                 when it exits, so an image that execs is never counted: the exec path is \
+                 counted where the kernel refuses the call (EACCES on a non-executable system \
+                 ELF), from runs of the driver with 0, 1 and 1 + N calls.\n",
+                ins.tool
+            );
+            let _ = write!(o, "| program |");
+            for v in &r.variants {
+                let _ = write!(o, " {} |", v.name);
+            }
+            let _ = writeln!(o);
+            let _ = write!(o, "| --- |");
+            for _ in &r.variants {
+                let _ = write!(o, " --- |");
+            }
+            let _ = writeln!(o);
+            for p in &ins.rows {
+                let _ = write!(o, "| {} |", p.title);
+                let base = p.counts.first().copied().flatten();
+                for (i, c) in p.counts.iter().enumerate() {
+                    match (c, base) {
+                        (Some(n), Some(b)) if i > 0 => {
+                            let _ = write!(o, " {n:.0} (Δ {:+.0}) |", n - b);
+                        }
+                        (Some(n), _) => {
+                            let _ = write!(o, " {n:.0} |");
+                        }
+                        (None, _) => {
+                            let _ = write!(
+                                o,
+                                " failed: {} |",
+                                p.errors[i].as_deref().unwrap_or("?").replace('|', "\\|")
+                            );
+                        }
+                    }
+                }
+                let _ = writeln!(o);
+            }
+            let _ = writeln!(
+                o,
+                "\nA new process image under a preload costs about `process start` Δ + `first call` Δ \
+                 instructions more than plain (the exec chain pays this once per hop); a warm process \
+                 pays `warm call` Δ per exec call."
+            );
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(o, "Not measured: {why}.");
+        }
+        (None, None) => {
+            let _ = writeln!(o, "Not measured.");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n## How to read this\n\nSee `benches/README.md`. In short: ratios taken in one \
+         interleaved run are what count on a noisy shared machine; the floor rows say what any \
+         preload costs, so guard ÷ floor is the guard's own work; instruction counts are the \
+         stable cross-check."
+    );
+    o
+}

@@ -1,0 +1,129 @@
+//! Running one measured command: environment per variant, wall time, timeout.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// One way of running every workload: with no preload, or with one library preloaded.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// Short stable name: `plain`, `floor-c`, `floor-rust`, `guard`, `compare`, `compare2`...
+    pub name: String,
+    /// What it is, for the report.
+    pub label: String,
+    pub lib: Option<PathBuf>,
+}
+
+/// The environment every variant shares: `--env`/`--policy` pairs, applied to all
+/// variants alike, so that the only difference between variants is `LD_PRELOAD`.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub pairs: Vec<(String, String)>,
+}
+
+impl Env {
+    pub fn apply(&self, cmd: &mut Command, variant: &Variant) {
+        cmd.env_remove("LD_PRELOAD");
+        for (k, v) in &self.pairs {
+            cmd.env(k, v);
+        }
+        if let Some(lib) = &variant.lib {
+            cmd.env("LD_PRELOAD", lib);
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub wall: Duration,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cmd` to completion with stdout/stderr captured in files (no pipe readers,
+/// so the timing covers spawn + the process's life + wait and nothing else).
+/// Fails when the command exits non-zero or is killed after `timeout`.
+pub fn run(mut cmd: Command, scratch: &Path, timeout: Duration) -> Result<Outcome, String> {
+    let out_path = scratch.join("sample.stdout");
+    let err_path = scratch.join("sample.stderr");
+    let out = File::create(&out_path).map_err(|e| format!("create {}: {e}", out_path.display()))?;
+    let err = File::create(&err_path).map_err(|e| format!("create {}: {e}", err_path.display()))?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    let (tx, rx) = mpsc::channel::<()>();
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("spawn {:?}: {e}", cmd.get_program()))?;
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        if rx.recv_timeout(timeout).is_err() {
+            // Timed out (or the sender vanished): kill the stuck child. Only
+            // this child, by its own pid.
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            true
+        } else {
+            false
+        }
+    });
+    let status = child.wait();
+    let wall = start.elapsed();
+    let _ = tx.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let status = status.map_err(|e| format!("wait: {e}"))?;
+    if timed_out {
+        return Err(format!(
+            "timed out after {:.0} s and was killed; stderr: {}",
+            timeout.as_secs_f64(),
+            first_line(&stderr)
+        ));
+    }
+    if !status.success() {
+        return Err(format!("{status}; stderr: {}", first_line(&stderr)));
+    }
+    Ok(Outcome {
+        wall,
+        stdout,
+        stderr,
+    })
+}
+
+pub fn first_line(s: &str) -> String {
+    let line = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut line = line.trim().to_string();
+    if line.len() > 200 {
+        let mut cut = 200;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+        line.push('…');
+    }
+    if line.is_empty() {
+        "(empty)".to_string()
+    } else {
+        line
+    }
+}
+
+/// Runs a setup command (not measured); returns stdout or an error with stderr.
+pub fn setup(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("spawn {:?}: {e}", cmd.get_program()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{:?} {:?}: {}; stderr: {}",
+            cmd.get_program(),
+            cmd.get_args().collect::<Vec<_>>(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
