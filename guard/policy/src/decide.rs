@@ -14,7 +14,9 @@ use crate::path::{basename, is_anonymous, is_loader_name, PathBuf};
 use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
 use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
-use crate::sys::{env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC};
+use crate::sys::{
+    env_get, env_values, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC,
+};
 use crate::text::words;
 use crate::Profile;
 
@@ -464,11 +466,11 @@ fn check_environment<S: Sys, E: StrList + ?Sized>(
     envp: &E,
 ) -> Result<(), Verdict> {
     for var in [&b"LD_PRELOAD"[..], b"LD_AUDIT"] {
-        if let Some(list) = env_get(envp, var) {
+        for list in env_values(envp, var) {
             check_objects(sys, ctx, list)?;
         }
     }
-    if let Some(dirs) = env_get(envp, b"LD_LIBRARY_PATH") {
+    for dirs in env_values(envp, b"LD_LIBRARY_PATH") {
         check_library_dirs(sys, ctx, dirs)?;
     }
     Ok(())

@@ -17,6 +17,12 @@ pub const ENOTDIR: Errno = 20;
 pub const EINVAL: Errno = 22;
 pub const ENAMETOOLONG: Errno = 36;
 pub const ELOOP: Errno = 40;
+pub const ENODEV: Errno = 19;
+pub const ETIMEDOUT: Errno = 110;
+pub const ESTALE: Errno = 116;
+
+/// Errors after which glibc's PATH search tries the next directory.
+pub const ESTALE_ETC: [Errno; 5] = [ENOENT, ESTALE, ENOTDIR, ENODEV, ETIMEDOUT];
 
 pub const S_IFMT: u32 = 0o170000;
 pub const S_IFREG: u32 = 0o100000;
@@ -108,4 +114,16 @@ pub fn env_get<'a, L: StrList + ?Sized>(envp: &'a L, name: &[u8]) -> Option<&'a 
         (e.len() > name.len() && e.starts_with(name) && e[name.len()] == b'=')
             .then(|| &e[name.len() + 1..])
     })
+}
+
+/// Every value of `NAME` in an environment list, in order. The dynamic loader honours the last
+/// `LD_*` entry while getenv finds the first, so checks must look at all of them.
+pub fn env_values<'a, L: StrList + ?Sized>(
+    envp: &'a L,
+    name: &'a [u8],
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    (0..envp.len())
+        .filter_map(move |i| envp.get(i))
+        .filter(move |e| e.len() > name.len() && e.starts_with(name) && e[name.len()] == b'=')
+        .map(move |e| &e[name.len() + 1..])
 }

@@ -1,1 +1,27 @@
-//! placeholder
+//! # libexecguard.so
+//!
+//! A thin, `no_std`, allocation-free `LD_PRELOAD` layer over the pure policy engine
+//! (`execguard-policy`). It replaces every libc entry point that starts a program, decides each
+//! call with the engine, and either performs the exec itself (raw system call) or refuses with
+//! `EACCES`, one line on stderr and an audit record.
+//!
+//! Fail closed: a missing or invalid policy refuses every exec, and a panic aborts the process
+//! (`panic = "abort"`; the handler below never returns into the caller).
+//!
+//! Nothing runs at load time: the policy is read on the first exec and cached without locks
+//! (see `state`). The exec path allocates nothing and takes no locks, so it is safe in `vfork`
+//! children and after `fork` in threaded programs.
+#![cfg_attr(not(test), no_std)]
+
+mod guard;
+mod hooks;
+mod os;
+mod raw;
+mod state;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // SAFETY: abort is always safe to call and never returns.
+    unsafe { libc::abort() }
+}

@@ -1,0 +1,313 @@
+//! One guarded exec: load the policy, fix the child environment (host mode), decide, report,
+//! then run or refuse. Shared by every entry point.
+
+use crate::os::{c_bytes, CList, LibcSys};
+use crate::state::{self, Loaded, Source, POLICY_PREFIX};
+use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
+use execguard_policy::path::PATH_MAX;
+use execguard_policy::sys::{env_values, StrList, EACCES};
+use execguard_policy::{decide, Context, Policy, Profile, Reason, Request, Target, Verdict};
+use libc::{c_char, c_int};
+
+/// The libc entry point that was called (audit records name it).
+#[derive(Clone, Copy)]
+pub enum Entry {
+    Execve,
+    Execv,
+    Execvp,
+    Execvpe,
+    Execl,
+    Execle,
+    Execlp,
+    Execveat,
+    Fexecve,
+    PosixSpawn,
+    PosixSpawnp,
+    Syscall,
+    System,
+    Popen,
+}
+
+impl Entry {
+    fn name(self) -> &'static str {
+        match self {
+            Entry::Execve => "execve",
+            Entry::Execv => "execv",
+            Entry::Execvp => "execvp",
+            Entry::Execvpe => "execvpe",
+            Entry::Execl => "execl",
+            Entry::Execle => "execle",
+            Entry::Execlp => "execlp",
+            Entry::Execveat => "execveat",
+            Entry::Fexecve => "fexecve",
+            Entry::PosixSpawn => "posix_spawn",
+            Entry::PosixSpawnp => "posix_spawnp",
+            Entry::Syscall => "syscall",
+            Entry::System => "system",
+            Entry::Popen => "popen",
+        }
+    }
+}
+
+/// Environment entries the guard can rewrite in host mode (a larger environment is refused
+/// with `environment_too_large` rather than passed on without the guard).
+const MAX_ENV: usize = 2048;
+
+/// Whether the caller can hand a rewritten environment to the exec (`system`/`popen` cannot:
+/// glibc passes `environ` itself).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum EnvRewrite {
+    Allowed,
+    Forbidden,
+}
+
+/// Decides one exec. On allow, `run` gets the environment to pass (the caller's, or the
+/// rewritten one in host mode); on refusal, `fail` gets the errno.
+///
+/// # Safety
+/// `argv` and `envp` are NULL or NULL-terminated arrays of valid C strings.
+pub unsafe fn guarded<R>(
+    entry: Entry,
+    target: Target<'_>,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    rewrite: EnvRewrite,
+    run: impl FnOnce(*const *const c_char) -> R,
+    fail: impl FnOnce(c_int) -> R,
+) -> R {
+    state::with(|loaded| {
+        let policy = match loaded.policy() {
+            Ok(p) => p,
+            Err(reason) => {
+                report(None, entry, false, reason, b"", target.name());
+                return fail(EACCES);
+            }
+        };
+        // SAFETY: caller's contract.
+        let argv = unsafe { CList::new(argv) };
+        // SAFETY: caller's contract.
+        let envp = unsafe { CList::new(envp) };
+        with_child_env(loaded, envp, rewrite, |child_env| {
+            let env = match child_env {
+                Ok(env) => env,
+                Err(reason) => {
+                    report(
+                        Some(&policy),
+                        entry,
+                        false,
+                        reason,
+                        target.name(),
+                        target.name(),
+                    );
+                    return fail(EACCES);
+                }
+            };
+            let ctx = Context {
+                policy: &policy,
+                runtimes: &loaded.runtimes,
+                self_lib: loaded.self_lib(),
+            };
+            let req = Request {
+                target,
+                argv: &argv,
+                envp: &env,
+            };
+            match decide(&mut LibcSys, &ctx, &req) {
+                Verdict::Allow(reason) => {
+                    let audit = policy.audit_allow() || reason == Reason::Breakglass;
+                    if audit
+                        && !report(
+                            Some(&policy),
+                            entry,
+                            true,
+                            reason,
+                            target.name(),
+                            target.name(),
+                        )
+                    {
+                        return fail(EACCES);
+                    }
+                    run(env.as_ptr())
+                }
+                Verdict::Deny {
+                    reason,
+                    errno,
+                    path,
+                } => {
+                    report(
+                        Some(&policy),
+                        entry,
+                        false,
+                        reason,
+                        path.as_bytes(),
+                        target.name(),
+                    );
+                    fail(errno)
+                }
+                Verdict::Kernel(errno) => fail(errno),
+            }
+        })
+    })
+}
+
+fn is_entry(e: &[u8], prefix: &[u8]) -> bool {
+    e.starts_with(prefix)
+}
+
+/// Host mode: every child gets the guard in `LD_PRELOAD` and the same inline policy, whatever
+/// environment the caller built. Image mode (`/etc/ld.so.preload`): the environment is used as is.
+fn with_child_env<R>(
+    loaded: &Loaded,
+    envp: CList,
+    rewrite: EnvRewrite,
+    f: impl FnOnce(Result<CList, Reason>) -> R,
+) -> R {
+    if loaded.source == Source::System {
+        return f(Ok(envp));
+    }
+    let Some(lib) = loaded.self_lib() else {
+        return f(Err(Reason::EnvironmentNotSticky));
+    };
+    let preloads = env_values(&envp, b"LD_PRELOAD").count();
+    let policies = env_values(&envp, b"EXECGUARD_POLICY").count();
+    let last_preload = env_values(&envp, b"LD_PRELOAD").last();
+    let has_lib =
+        last_preload.is_some_and(|v| v.split(|&c| c == b':' || c == b' ').any(|e| e == lib));
+    let same_policy = env_values(&envp, b"EXECGUARD_POLICY").next() == Some(loaded.text());
+    if has_lib && same_policy && preloads == 1 && policies == 1 {
+        return f(Ok(envp));
+    }
+    if rewrite == EnvRewrite::Forbidden {
+        return f(Err(Reason::EnvironmentNotSticky));
+    }
+    // LD_PRELOAD=<guard>[:<what the loader would have used>]
+    let mut preload = [0u8; 2 * PATH_MAX];
+    let mut len = 0;
+    let mut push = |s: &[u8]| -> bool {
+        if len + s.len() >= preload.len() {
+            return false;
+        }
+        preload[len..len + s.len()].copy_from_slice(s);
+        len += s.len();
+        true
+    };
+    let mut fits = push(b"LD_PRELOAD=") && push(lib);
+    if let Some(rest) = last_preload.filter(|v| !v.is_empty()) {
+        fits = fits && push(b":") && push(rest);
+    }
+    if !fits {
+        return f(Err(Reason::EnvironmentTooLarge));
+    }
+    let mut ptrs: [*const c_char; MAX_ENV + 3] = [core::ptr::null(); MAX_ENV + 3];
+    let mut n = 0;
+    for i in 0..envp.len() {
+        let Some(e) = envp.get(i) else { break };
+        if is_entry(e, b"LD_PRELOAD=") || is_entry(e, POLICY_PREFIX) {
+            continue;
+        }
+        if n == MAX_ENV {
+            return f(Err(Reason::EnvironmentTooLarge));
+        }
+        ptrs[n] = e.as_ptr().cast();
+        n += 1;
+    }
+    ptrs[n] = preload.as_ptr().cast();
+    ptrs[n + 1] = loaded.entry_ptr();
+    // SAFETY: `ptrs` is NULL-terminated (zero-initialised beyond n + 1); every entry is a C
+    // string that outlives `f`: the caller's own entries, `preload` (NUL after `len`, since
+    // the buffer is zeroed and `len < preload.len()`), and the cache's policy entry.
+    let list = unsafe { CList::new(ptrs.as_ptr()) };
+    f(Ok(list))
+}
+
+/// Writes the refusal line (for denials) and the audit record. Returns false when a record
+/// was due and could not be written (callers then refuse: nothing is lost).
+fn report(
+    policy: Option<&Policy<'_>>,
+    entry: Entry,
+    allowed: bool,
+    reason: Reason,
+    path: &[u8],
+    target: &[u8],
+) -> bool {
+    let mut line = [0u8; 512];
+    if !allowed {
+        let n = format_denial(
+            "execguard",
+            reason,
+            if path.is_empty() { target } else { path },
+            &mut line,
+        );
+        write_all(2, &line[..n]);
+    }
+    let Some(log) = policy.and_then(|p| p.audit_log()) else {
+        return true;
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is writable; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let record = Record {
+        time: (ts.tv_sec.max(0) as u64, ts.tv_nsec.max(0) as u32),
+        // SAFETY: getpid and getuid cannot fail.
+        pid: unsafe { libc::getpid() },
+        // SAFETY: as above.
+        uid: unsafe { libc::getuid() },
+        tool: "guard",
+        entry: entry.name(),
+        allowed,
+        reason,
+        profile: policy.map_or(Profile::Strict, |p| p.profile()),
+        path,
+        target,
+    };
+    let mut buf = [0u8; RECORD_MAX];
+    let n = format_record(&record, &mut buf);
+    let written = append(log, &buf[..n]);
+    if !written {
+        let n = format_denial("execguard", Reason::AuditUnwritable, log, &mut line);
+        write_all(2, &line[..n]);
+    }
+    written
+}
+
+/// One `O_APPEND` write of a whole record, so concurrent writers never interleave.
+fn append(path: &[u8], record: &[u8]) -> bool {
+    let Ok(c) = crate::os::CPath::new(path) else {
+        return false;
+    };
+    let flags =
+        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    // SAFETY: `c` is NUL-terminated.
+    let fd = unsafe { libc::open(c.ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: writes `record` from valid memory.
+    let n = unsafe { libc::write(fd, record.as_ptr().cast(), record.len()) };
+    // SAFETY: fd opened above.
+    unsafe { libc::close(fd) };
+    n == record.len() as isize
+}
+
+fn write_all(fd: c_int, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes from valid memory.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n <= 0 {
+            return; // stderr closed: the errno still tells the caller
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+/// The bytes of a C string argument.
+///
+/// # Safety
+/// As [`c_bytes`].
+pub unsafe fn arg<'a>(p: *const c_char) -> &'a [u8] {
+    // SAFETY: forwarded.
+    unsafe { c_bytes(p) }
+}

@@ -1,0 +1,513 @@
+//! The exported libc entry points. Each is a thin shell over [`guarded`]; the variadic ones
+//! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
+
+use crate::guard::{arg, guarded, Entry, EnvRewrite};
+use crate::os::LibcSys;
+use crate::raw::{self, libc_result, set_errno};
+use core::num::NonZeroUsize;
+use execguard_policy::decide::DEFAULT_PATH;
+use execguard_policy::path::PathBuf;
+use execguard_policy::sys::{Sys, EACCES, ENOENT, ESTALE_ETC};
+use execguard_policy::Target;
+use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
+use once_cell::race::OnceNonZeroUsize;
+
+extern "C" {
+    static mut environ: *const *const c_char;
+}
+
+fn current_environ() -> *const *const c_char {
+    // SAFETY: reading the pointer value of libc's `environ`; it is only dereferenced through
+    // CList, which walks to its NULL terminator.
+    unsafe { environ }
+}
+
+/// A libc function resolved once with `dlsym(RTLD_NEXT)`, lock-free afterwards.
+struct Real(OnceNonZeroUsize, &'static [u8]);
+
+impl Real {
+    const fn new(name: &'static [u8]) -> Self {
+        Real(OnceNonZeroUsize::new(), name)
+    }
+    fn get(&self) -> Option<usize> {
+        self.0
+            .get_or_try_init(|| {
+                // SAFETY: the name is NUL-terminated; RTLD_NEXT looks past this library.
+                let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.1.as_ptr().cast()) };
+                NonZeroUsize::new(p as usize).ok_or(())
+            })
+            .ok()
+            .map(NonZeroUsize::get)
+    }
+}
+
+static REAL_POSIX_SPAWN: Real = Real::new(b"posix_spawn\0");
+static REAL_SYSTEM: Real = Real::new(b"system\0");
+static REAL_POPEN: Real = Real::new(b"popen\0");
+
+type PosixSpawnFn = unsafe extern "C" fn(
+    *mut pid_t,
+    *const c_char,
+    *const posix_spawn_file_actions_t,
+    *const posix_spawnattr_t,
+    *const *mut c_char,
+    *const *mut c_char,
+) -> c_int;
+
+fn fail_errno(e: c_int) -> c_int {
+    set_errno(e);
+    -1
+}
+
+/// execve by path, through the guard.
+///
+/// # Safety
+/// libc's contract for `execve`.
+unsafe fn exec_path(
+    entry: Entry,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    if path.is_null() {
+        return fail_errno(libc::EFAULT);
+    }
+    // SAFETY: non-NULL C string per libc's contract.
+    let target = Target::Path(unsafe { arg(path) });
+    // SAFETY: libc's contract for argv/envp.
+    unsafe {
+        guarded(
+            entry,
+            target,
+            argv,
+            envp,
+            EnvRewrite::Allowed,
+            // SAFETY: the kernel validates the pointers; execve returns only on failure.
+            |env| fail_errno(-(raw::execve(path, argv, env) as c_int)),
+            fail_errno,
+        )
+    }
+}
+
+/// # Safety
+/// libc's contract for `execveat`.
+unsafe fn exec_at(
+    entry: Entry,
+    dirfd: c_int,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    flags: c_int,
+) -> c_int {
+    if path.is_null() {
+        return fail_errno(libc::EFAULT);
+    }
+    // SAFETY: non-NULL C string per libc's contract.
+    let name = unsafe { arg(path) };
+    let target = Target::execveat(
+        dirfd,
+        name,
+        flags & libc::AT_EMPTY_PATH != 0,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+    );
+    // SAFETY: libc's contract for argv/envp.
+    unsafe {
+        guarded(
+            entry,
+            target,
+            argv,
+            envp,
+            EnvRewrite::Allowed,
+            // SAFETY: the kernel validates the pointers; execveat returns only on failure.
+            |env| fail_errno(-(raw::execveat(dirfd, path, argv, env, flags) as c_int)),
+            fail_errno,
+        )
+    }
+}
+
+/// glibc's `execvpe`: PATH search with the caller's PATH (default `/bin:/usr/bin`), each
+/// candidate through the guard, `ENOEXEC` retried with `/bin/sh`, `EACCES` remembered.
+///
+/// # Safety
+/// libc's contract for `execvpe`.
+unsafe fn exec_search(
+    entry: Entry,
+    file: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    if file.is_null() {
+        return fail_errno(libc::EFAULT);
+    }
+    // SAFETY: non-NULL C string.
+    let name = unsafe { arg(file) };
+    if name.is_empty() {
+        return fail_errno(ENOENT);
+    }
+    if name.contains(&b'/') {
+        // SAFETY: forwarded contract.
+        unsafe {
+            exec_path(entry, file, argv, envp);
+            return retry_as_script(entry, file, argv, envp);
+        }
+    }
+    if name.len() > libc::FILENAME_MAX as usize {
+        return fail_errno(libc::ENAMETOOLONG);
+    }
+    let search = path_variable();
+    let mut got_eacces = false;
+    for dir in search.split(|&c| c == b':') {
+        let Ok(mut candidate) = PathBuf::join(dir, name) else {
+            continue;
+        };
+        let c = candidate.as_c_bytes().as_ptr().cast();
+        // SAFETY: `c` is NUL-terminated and lives until the end of this iteration.
+        unsafe {
+            exec_path(entry, c, argv, envp);
+            retry_as_script(entry, c, argv, envp);
+        }
+        match errno() {
+            EACCES => got_eacces = true,
+            e if ESTALE_ETC.contains(&e) => {}
+            _ => return -1,
+        }
+    }
+    if got_eacces {
+        set_errno(EACCES);
+    }
+    -1
+}
+
+fn errno() -> c_int {
+    // SAFETY: this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// The caller's PATH, as glibc's getenv sees it.
+fn path_variable() -> &'static [u8] {
+    // SAFETY: getenv returns NULL or a pointer into the environment.
+    let p = unsafe { libc::getenv(c"PATH".as_ptr().cast()) };
+    // SAFETY: NULL or a valid C string.
+    let v = unsafe { arg(p) };
+    if p.is_null() {
+        DEFAULT_PATH
+    } else {
+        v
+    }
+}
+
+/// After `ENOEXEC`, glibc runs the file with `/bin/sh file args...`.
+///
+/// # Safety
+/// As [`exec_path`].
+unsafe fn retry_as_script(
+    entry: Entry,
+    file: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    if errno() != libc::ENOEXEC {
+        return -1;
+    }
+    const MAX_ARGS: usize = 1024;
+    let mut args: [*const c_char; MAX_ARGS + 3] = [core::ptr::null(); MAX_ARGS + 3];
+    args[0] = c"/bin/sh".as_ptr().cast();
+    args[1] = file;
+    let mut n = 2;
+    if !argv.is_null() {
+        let mut i = 1;
+        // SAFETY: argv is NULL-terminated per contract.
+        while unsafe { !(*argv.add(i)).is_null() } {
+            if n == MAX_ARGS + 2 {
+                return fail_errno(libc::E2BIG);
+            }
+            // SAFETY: i is before the terminator.
+            args[n] = unsafe { *argv.add(i) };
+            n += 1;
+            i += 1;
+        }
+    }
+    // SAFETY: `args` is NULL-terminated and its strings outlive the call.
+    unsafe { exec_path(entry, c"/bin/sh".as_ptr().cast(), args.as_ptr(), envp) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execve(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    // SAFETY: libc's contract.
+    unsafe { exec_path(Entry::Execve, path, argv, envp) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+    // SAFETY: libc's contract.
+    unsafe { exec_path(Entry::Execv, path, argv, current_environ()) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+    // SAFETY: libc's contract.
+    unsafe { exec_search(Entry::Execvp, file, argv, current_environ()) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvpe(
+    file: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    // SAFETY: libc's contract.
+    unsafe { exec_search(Entry::Execvpe, file, argv, envp) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execveat(
+    dirfd: c_int,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: libc's contract.
+    unsafe { exec_at(Entry::Execveat, dirfd, path, argv, envp, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fexecve(
+    fd: c_int,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    if fd < 0 || argv.is_null() || envp.is_null() {
+        return fail_errno(libc::EINVAL);
+    }
+    // SAFETY: libc's contract; "" with AT_EMPTY_PATH names the fd itself, as glibc does.
+    unsafe {
+        exec_at(
+            Entry::Fexecve,
+            fd,
+            c"".as_ptr().cast(),
+            argv,
+            envp,
+            libc::AT_EMPTY_PATH,
+        )
+    }
+}
+
+/// Called by the C shim for `execl`, `execle` (argv built on its stack).
+#[no_mangle]
+pub unsafe extern "C" fn __execguard_execve(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    le: c_int,
+) -> c_int {
+    let entry = if le != 0 { Entry::Execle } else { Entry::Execl };
+    // SAFETY: the shim passes libc's contract through.
+    unsafe { exec_path(entry, path, argv, envp) }
+}
+
+/// Called by the C shim for `execlp`.
+#[no_mangle]
+pub unsafe extern "C" fn __execguard_execvp(
+    file: *const c_char,
+    argv: *const *const c_char,
+) -> c_int {
+    // SAFETY: the shim passes libc's contract through.
+    unsafe { exec_search(Entry::Execlp, file, argv, current_environ()) }
+}
+
+/// Called by the C shim for `syscall()`: exec numbers go through the guard, the rest straight
+/// to the kernel.
+#[no_mangle]
+pub unsafe extern "C" fn __execguard_syscall(
+    nr: c_long,
+    a: c_long,
+    b: c_long,
+    c: c_long,
+    d: c_long,
+    e: c_long,
+    f: c_long,
+) -> c_long {
+    // SAFETY: for exec numbers the arguments are execve's / execveat's (the caller's contract
+    // with syscall()); other numbers are forwarded untouched, as glibc's syscall() does.
+    unsafe {
+        match nr {
+            libc::SYS_execve => c_long::from(exec_path(Entry::Syscall, a as _, b as _, c as _)),
+            libc::SYS_execveat => c_long::from(exec_at(
+                Entry::Syscall,
+                a as c_int,
+                b as _,
+                c as _,
+                d as _,
+                e as c_int,
+            )),
+            _ => libc_result(raw::syscall6(nr, [a, b, c, d, e, f])),
+        }
+    }
+}
+
+/// # Safety
+/// libc's contract for `posix_spawn`.
+unsafe fn spawn(
+    entry: Entry,
+    pid: *mut pid_t,
+    path: *const c_char,
+    actions: *const posix_spawn_file_actions_t,
+    attr: *const posix_spawnattr_t,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let Some(real) = REAL_POSIX_SPAWN.get() else {
+        return libc::ENOSYS;
+    };
+    // SAFETY: dlsym returned glibc's posix_spawn, whose type this is.
+    let real: PosixSpawnFn = unsafe { core::mem::transmute::<usize, PosixSpawnFn>(real) };
+    if path.is_null() {
+        return libc::EFAULT;
+    }
+    // SAFETY: libc's contract.
+    let target = Target::Path(unsafe { arg(path) });
+    // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
+    // (possibly rewritten) environment, valid for the duration of the call.
+    unsafe {
+        guarded(
+            entry,
+            target,
+            argv,
+            envp,
+            EnvRewrite::Allowed,
+            |env| real(pid, path, actions, attr, argv.cast(), env.cast()),
+            |e| e,
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn(
+    pid: *mut pid_t,
+    path: *const c_char,
+    actions: *const posix_spawn_file_actions_t,
+    attr: *const posix_spawnattr_t,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    // SAFETY: libc's contract.
+    unsafe { spawn(Entry::PosixSpawn, pid, path, actions, attr, argv, envp) }
+}
+
+/// glibc's posix_spawnp searches PATH inside the child, out of the guard's sight, so the
+/// search happens here: the first executable candidate is decided and spawned by path.
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut pid_t,
+    file: *const c_char,
+    actions: *const posix_spawn_file_actions_t,
+    attr: *const posix_spawnattr_t,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    if file.is_null() {
+        return libc::EFAULT;
+    }
+    // SAFETY: non-NULL C string.
+    let name = unsafe { arg(file) };
+    if name.is_empty() {
+        return ENOENT;
+    }
+    if name.contains(&b'/') {
+        // SAFETY: libc's contract.
+        return unsafe { spawn(Entry::PosixSpawnp, pid, file, actions, attr, argv, envp) };
+    }
+    let mut result = ENOENT;
+    for dir in path_variable().split(|&c| c == b':') {
+        let Ok(mut candidate) = PathBuf::join(dir, name) else {
+            continue;
+        };
+        if !LibcSys.is_executable(candidate.as_bytes()) {
+            if LibcSys.stat(candidate.as_bytes()).is_ok() {
+                result = EACCES; // exists but not executable: glibc's child would get EACCES
+            }
+            continue;
+        }
+        let c = candidate.as_c_bytes().as_ptr().cast();
+        // SAFETY: `c` is NUL-terminated and alive for the call.
+        match unsafe { spawn(Entry::PosixSpawnp, pid, c, actions, attr, argv, envp) } {
+            EACCES => result = EACCES, // refused: keep searching, as for a noexec mount
+            other => return other,
+        }
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn system(command: *const c_char) -> c_int {
+    let Some(real) = REAL_SYSTEM.get() else {
+        return fail_errno(libc::ENOSYS);
+    };
+    // SAFETY: dlsym returned glibc's system.
+    let real: unsafe extern "C" fn(*const c_char) -> c_int =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    if command.is_null() {
+        // SAFETY: system(NULL) only asks whether a shell exists.
+        return unsafe { real(command) };
+    }
+    let argv: [*const c_char; 4] = [
+        c"sh".as_ptr().cast(),
+        c"-c".as_ptr().cast(),
+        command,
+        core::ptr::null(),
+    ];
+    // SAFETY: argv is NULL-terminated; glibc's system runs /bin/sh with `environ`, which is
+    // what is decided (and must already carry the guard in host mode).
+    unsafe {
+        guarded(
+            Entry::System,
+            Target::Path(b"/bin/sh"),
+            argv.as_ptr(),
+            current_environ(),
+            EnvRewrite::Forbidden,
+            |_| real(command),
+            fail_errno,
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *mut FILE {
+    let Some(real) = REAL_POPEN.get() else {
+        set_errno(libc::ENOSYS);
+        return core::ptr::null_mut();
+    };
+    // SAFETY: dlsym returned glibc's popen.
+    let real: unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    if command.is_null() {
+        // SAFETY: glibc reports the error itself.
+        return unsafe { real(command, mode) };
+    }
+    let argv: [*const c_char; 4] = [
+        c"sh".as_ptr().cast(),
+        c"-c".as_ptr().cast(),
+        command,
+        core::ptr::null(),
+    ];
+    // SAFETY: as in `system`.
+    unsafe {
+        guarded(
+            Entry::Popen,
+            Target::Path(b"/bin/sh"),
+            argv.as_ptr(),
+            current_environ(),
+            EnvRewrite::Forbidden,
+            |_| real(command, mode),
+            |e| {
+                set_errno(e);
+                core::ptr::null_mut()
+            },
+        )
+    }
+}

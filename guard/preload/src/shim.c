@@ -1,0 +1,84 @@
+/* The variadic entry points, which stable Rust cannot define. Each collects its arguments on the
+ * stack (as glibc does) and calls the guard; none of them calls libc's exec functions. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+extern char **environ;
+int __execguard_execve(const char *path, char *const argv[], char *const envp[], int le);
+int __execguard_execvp(const char *file, char *const argv[]);
+long __execguard_syscall(long nr, long a, long b, long c, long d, long e, long f);
+
+/* Counts the arguments after `first` up to the terminating NULL. */
+#define COUNT_ARGS(first, last, argc)                                        \
+    do {                                                                     \
+        va_list ap_;                                                         \
+        va_start(ap_, last);                                                 \
+        argc = 0;                                                            \
+        if ((first) != NULL) {                                               \
+            for (argc = 1; va_arg(ap_, const char *) != NULL; argc++) {      \
+                if (argc == INT_MAX) {                                       \
+                    va_end(ap_);                                             \
+                    errno = E2BIG;                                           \
+                    return -1;                                               \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        va_end(ap_);                                                         \
+    } while (0)
+
+int execl(const char *path, const char *arg, ...) {
+    ptrdiff_t argc;
+    COUNT_ARGS(arg, arg, argc);
+    char *argv[argc + 1];
+    va_list ap;
+    va_start(ap, arg);
+    argv[0] = (char *)arg;
+    for (ptrdiff_t i = 1; i <= argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    argv[argc] = NULL;
+    return __execguard_execve(path, argv, environ, 0);
+}
+
+int execle(const char *path, const char *arg, ...) {
+    ptrdiff_t argc;
+    COUNT_ARGS(arg, arg, argc);
+    char *argv[argc + 1];
+    va_list ap;
+    va_start(ap, arg);
+    argv[0] = (char *)arg;
+    for (ptrdiff_t i = 1; i <= argc; i++)
+        argv[i] = va_arg(ap, char *);
+    argv[argc] = NULL;
+    /* After the NULL that ends the arguments comes the environment (when arg was NULL, the
+       NULL itself was `arg` and the environment is the next variadic argument). */
+    char **envp = va_arg(ap, char **);
+    va_end(ap);
+    return __execguard_execve(path, argv, envp, 1);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+    ptrdiff_t argc;
+    COUNT_ARGS(arg, arg, argc);
+    char *argv[argc + 1];
+    va_list ap;
+    va_start(ap, arg);
+    argv[0] = (char *)arg;
+    for (ptrdiff_t i = 1; i <= argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    argv[argc] = NULL;
+    return __execguard_execvp(file, argv);
+}
+
+/* Like glibc's syscall(): six argument registers are read whatever the caller passed. */
+long syscall(long nr, ...) {
+    va_list ap;
+    va_start(ap, nr);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+    return __execguard_syscall(nr, a, b, c, d, e, f);
+}

@@ -1,0 +1,347 @@
+//! The policy in force for this process, loaded on the first exec (nothing runs at load time)
+//! and cached without locks.
+//!
+//! The first caller moves the cache from EMPTY to LOADING, fills it and publishes READY.
+//! A caller that finds it LOADING (another thread, or a fork child of a process caught
+//! mid-load) does not wait: it loads a private copy on its own stack. So no exec ever blocks,
+//! and `vfork` children and post-`fork` children of threaded programs are safe.
+
+use crate::os::LibcSys;
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicU8, Ordering};
+use execguard_policy::path::{basename, PATH_MAX};
+use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
+use execguard_policy::{Policy, Profile, Reason, RuntimeIds};
+use libc::{c_char, c_int};
+
+pub const SYSTEM_POLICY: &[u8] = b"/etc/execguard/policy.toml\0";
+/// The environment entry that carries the policy in host mode (name and `=`).
+pub const POLICY_PREFIX: &[u8] = b"EXECGUARD_POLICY=";
+const PRELOAD_PREFIX: &[u8] = b"LD_PRELOAD=";
+/// The guard library's file name; the `LD_PRELOAD` entry with this name is the guard itself.
+pub const LIB_NAME: &[u8] = b"libexecguard.so";
+
+/// Where the policy came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Root-owned `/etc/execguard/policy.toml` (image mode, with `/etc/ld.so.preload`).
+    System,
+    /// Inline in the initial environment (host mode): children must inherit guard and policy.
+    Session,
+}
+
+pub struct Loaded {
+    pub error: Option<Reason>,
+    pub source: Source,
+    /// `EXECGUARD_POLICY=<text>\0`, so host mode can hand the same entry to children.
+    entry: [u8; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1],
+    text_len: usize,
+    index: Option<Index>,
+    pub profile: Profile,
+    pub runtimes: RuntimeIds,
+    self_lib: [u8; PATH_MAX],
+    self_lib_len: usize,
+}
+
+impl Loaded {
+    const EMPTY: Loaded = Loaded {
+        error: Some(Reason::InternalError),
+        source: Source::System,
+        entry: [0; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1],
+        text_len: 0,
+        index: None,
+        profile: Profile::Strict,
+        runtimes: RuntimeIds::NONE,
+        self_lib: [0; PATH_MAX],
+        self_lib_len: 0,
+    };
+
+    pub fn text(&self) -> &[u8] {
+        &self.entry[POLICY_PREFIX.len()..POLICY_PREFIX.len() + self.text_len]
+    }
+
+    /// The policy with the profile in force, or the reason there is none.
+    pub fn policy(&self) -> Result<Policy<'_>, Reason> {
+        match (&self.error, &self.index) {
+            (None, Some(index)) => {
+                Ok(Policy::from_parts(self.text(), index.clone()).with_profile(self.profile))
+            }
+            (Some(reason), _) => Err(*reason),
+            (None, None) => Err(Reason::InternalError),
+        }
+    }
+
+    /// `EXECGUARD_POLICY=<text>` as a C string.
+    pub fn entry_ptr(&self) -> *const c_char {
+        self.entry.as_ptr().cast()
+    }
+
+    pub fn self_lib(&self) -> Option<&[u8]> {
+        (self.self_lib_len > 0).then(|| &self.self_lib[..self.self_lib_len])
+    }
+
+    fn load(&mut self) {
+        self.error = self.try_load().err();
+    }
+
+    fn try_load(&mut self) -> Result<(), Reason> {
+        self.entry[..POLICY_PREFIX.len()].copy_from_slice(POLICY_PREFIX);
+        let text_at = POLICY_PREFIX.len();
+        // SAFETY: SYSTEM_POLICY is NUL-terminated.
+        let fd = unsafe {
+            libc::open(
+                SYSTEM_POLICY.as_ptr().cast(),
+                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            )
+        };
+        if fd >= 0 {
+            self.source = Source::System;
+            let read = read_trusted(fd, &mut self.entry[text_at..text_at + MAX_POLICY_BYTES]);
+            // SAFETY: fd was opened above.
+            unsafe { libc::close(fd) };
+            self.text_len = read?;
+        } else if errno() == libc::ENOENT {
+            self.source = Source::Session;
+            self.read_initial_environment()?;
+        } else {
+            return Err(Reason::PolicyUntrusted);
+        }
+        let policy = Policy::parse(self.text()).map_err(|_| Reason::PolicyInvalid)?;
+        let mut profile = policy.profile();
+        if let Some(path) = policy.runtime_profile() {
+            if let Some(from_state) = runtime_profile(path)? {
+                profile = from_state;
+            }
+        }
+        let runtimes = RuntimeIds::resolve(&mut LibcSys, &policy);
+        let index = policy.index().clone();
+        self.profile = profile;
+        self.runtimes = runtimes;
+        self.index = Some(index);
+        Ok(())
+    }
+
+    /// Host mode: the policy and the guard's own path come from the environment this process
+    /// was started with (`/proc/self/environ`), which `setenv`/`putenv` cannot change.
+    fn read_initial_environment(&mut self) -> Result<(), Reason> {
+        // SAFETY: literal, NUL-terminated.
+        let fd = unsafe {
+            libc::open(
+                c"/proc/self/environ".as_ptr().cast(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(Reason::ProcUnavailable);
+        }
+        let mut preload = [0u8; PATH_MAX];
+        let mut scan = EnvScan {
+            policy_len: None,
+            preload_len: None,
+            overflow: false,
+        };
+        let text_at = POLICY_PREFIX.len();
+        let (policy_out, _) = self.entry[text_at..].split_at_mut(MAX_POLICY_BYTES);
+        let result = scan.run(fd, policy_out, &mut preload);
+        // SAFETY: fd was opened above.
+        unsafe { libc::close(fd) };
+        result?;
+        if scan.overflow {
+            return Err(Reason::PolicyInvalid);
+        }
+        self.text_len = scan.policy_len.ok_or(Reason::PolicyMissing)?;
+        if let Some(n) = scan.preload_len {
+            let list = &preload[..n];
+            if let Some(lib) = list
+                .split(|&c| c == b':' || c == b' ')
+                .find(|e| basename(e) == LIB_NAME && e.starts_with(b"/"))
+            {
+                self.self_lib[..lib.len()].copy_from_slice(lib);
+                self.self_lib_len = lib.len();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Streams `/proc/self/environ`, copying the values of `EXECGUARD_POLICY` and `LD_PRELOAD`
+/// (first occurrence of each, as getenv would find).
+struct EnvScan {
+    policy_len: Option<usize>,
+    preload_len: Option<usize>,
+    overflow: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Field {
+    Policy,
+    Preload,
+}
+
+impl EnvScan {
+    fn run(&mut self, fd: c_int, policy: &mut [u8], preload: &mut [u8]) -> Result<(), Reason> {
+        let mut chunk = [0u8; 4096];
+        // Position inside the current entry, and which prefixes still match it.
+        let mut pos = 0usize;
+        let (mut maybe_policy, mut maybe_preload) = (true, true);
+        let mut copying: Option<(Field, usize)> = None;
+        loop {
+            // SAFETY: reads into `chunk`, which is writable for its length.
+            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            if n < 0 {
+                if errno() == libc::EINTR {
+                    continue;
+                }
+                return Err(Reason::ProcUnavailable);
+            }
+            if n == 0 {
+                break;
+            }
+            for &c in &chunk[..n as usize] {
+                if c == 0 {
+                    if let Some((field, len)) = copying.take() {
+                        match field {
+                            Field::Policy => self.policy_len = Some(len),
+                            Field::Preload => self.preload_len = Some(len),
+                        }
+                    }
+                    pos = 0;
+                    maybe_policy = self.policy_len.is_none();
+                    maybe_preload = self.preload_len.is_none();
+                    continue;
+                }
+                if let Some((field, len)) = &mut copying {
+                    let out: &mut [u8] = match field {
+                        Field::Policy => policy,
+                        Field::Preload => preload,
+                    };
+                    if *len < out.len() {
+                        out[*len] = c;
+                        *len += 1;
+                    } else if matches!(field, Field::Policy) {
+                        self.overflow = true;
+                    }
+                    continue;
+                }
+                maybe_policy &= POLICY_PREFIX.get(pos) == Some(&c);
+                maybe_preload &= PRELOAD_PREFIX.get(pos) == Some(&c);
+                pos += 1;
+                if maybe_policy && pos == POLICY_PREFIX.len() {
+                    copying = Some((Field::Policy, 0));
+                } else if maybe_preload && pos == PRELOAD_PREFIX.len() {
+                    copying = Some((Field::Preload, 0));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn errno() -> c_int {
+    // SAFETY: this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Reads a whole file that must be root-owned, regular and writable by root alone.
+fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
+    // SAFETY: all-zero is a valid `stat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: `st` is writable.
+    if unsafe { libc::fstat(fd, &mut st) } < 0 {
+        return Err(Reason::PolicyUntrusted);
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
+        return Err(Reason::PolicyUntrusted);
+    }
+    let mut len = 0;
+    loop {
+        if len == out.len() {
+            // One more byte would exceed the limit: refuse rather than cut the policy.
+            let mut probe = [0u8; 1];
+            // SAFETY: one writable byte.
+            let n = unsafe { libc::read(fd, probe.as_mut_ptr().cast(), 1) };
+            return if n == 0 {
+                Ok(len)
+            } else {
+                Err(Reason::PolicyInvalid)
+            };
+        }
+        // SAFETY: the destination range lies inside `out`.
+        let n = unsafe { libc::read(fd, out[len..].as_mut_ptr().cast(), out.len() - len) };
+        match n {
+            0 => return Ok(len),
+            n if n > 0 => len += n as usize,
+            _ if errno() == libc::EINTR => {}
+            _ => return Err(Reason::PolicyInvalid),
+        }
+    }
+}
+
+/// The profile from a root-owned runtime state file; `None` when the file does not exist.
+fn runtime_profile(path: &[u8]) -> Result<Option<Profile>, Reason> {
+    let c = crate::os::CPath::new(path).map_err(|_| Reason::PolicyInvalid)?;
+    // SAFETY: `c` is NUL-terminated.
+    let fd = unsafe { libc::open(c.ptr(), libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+    if fd < 0 {
+        return if errno() == libc::ENOENT {
+            Ok(None)
+        } else {
+            Err(Reason::PolicyUntrusted)
+        };
+    }
+    let mut buf = [0u8; 32];
+    let read = read_trusted(fd, &mut buf);
+    // SAFETY: fd was opened above.
+    unsafe { libc::close(fd) };
+    let n = read?;
+    let name = buf[..n].strip_suffix(b"\n").unwrap_or(&buf[..n]);
+    Profile::from_name(name)
+        .map(Some)
+        .ok_or(Reason::PolicyInvalid)
+}
+
+const EMPTY: u8 = 0;
+const LOADING: u8 = 1;
+const READY: u8 = 2;
+
+struct Cache {
+    state: AtomicU8,
+    slot: UnsafeCell<MaybeUninit<Loaded>>,
+}
+
+// SAFETY: `slot` is written only by the thread that moved `state` from EMPTY to LOADING, and
+// read only after `state` is READY (Release/Acquire), after which it is never written again.
+unsafe impl Sync for Cache {}
+
+static CACHE: Cache = Cache {
+    state: AtomicU8::new(EMPTY),
+    slot: UnsafeCell::new(MaybeUninit::uninit()),
+};
+
+/// Runs `f` with the policy in force, loading it on first use.
+pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
+    match CACHE.state.load(Ordering::Acquire) {
+        READY => {
+            // SAFETY: READY means the slot was fully written and published (see `Cache`).
+            f(unsafe { (*CACHE.slot.get()).assume_init_ref() })
+        }
+        EMPTY
+            if CACHE
+                .state
+                .compare_exchange(EMPTY, LOADING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok() =>
+        {
+            // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot.
+            let loaded = unsafe { (*CACHE.slot.get()).write(Loaded::EMPTY) };
+            loaded.load();
+            CACHE.state.store(READY, Ordering::Release);
+            f(loaded)
+        }
+        _ => {
+            let mut local = Loaded::EMPTY;
+            local.load();
+            f(&local)
+        }
+    }
+}
