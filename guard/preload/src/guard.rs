@@ -1,7 +1,7 @@
 //! One guarded exec: load the policy, fix the child environment (host mode), decide, report,
 //! then run or refuse. Shared by every entry point.
 
-use crate::os::{c_bytes, CList, LibcSys};
+use execguard_os::{c_bytes, CList, LibcSys};
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
 use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
 use execguard_policy::path::PATH_MAX;
@@ -275,7 +275,7 @@ fn report(
 
 /// One `O_APPEND` write of a whole record, so concurrent writers never interleave.
 fn append(path: &[u8], record: &[u8]) -> bool {
-    let Ok(c) = crate::os::CPath::new(path) else {
+    let Ok(c) = execguard_os::CPath::new(path) else {
         return false;
     };
     let flags =

@@ -2,7 +2,7 @@
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
 use crate::guard::{arg, guarded, Entry, EnvRewrite};
-use crate::os::LibcSys;
+use execguard_os::LibcSys;
 use crate::raw::{self, libc_result, set_errno};
 use core::num::NonZeroUsize;
 use execguard_policy::decide::DEFAULT_PATH;

@@ -15,7 +15,6 @@
 
 mod guard;
 mod hooks;
-mod os;
 mod raw;
 mod state;
 

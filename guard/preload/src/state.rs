@@ -6,7 +6,7 @@
 //! mid-load) does not wait: it loads a private copy on its own stack. So no exec ever blocks,
 //! and `vfork` children and post-`fork` children of threaded programs are safe.
 
-use crate::os::LibcSys;
+use execguard_os::LibcSys;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU8, Ordering};
@@ -280,7 +280,7 @@ fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
 
 /// The profile from a root-owned runtime state file; `None` when the file does not exist.
 fn runtime_profile(path: &[u8]) -> Result<Option<Profile>, Reason> {
-    let c = crate::os::CPath::new(path).map_err(|_| Reason::PolicyInvalid)?;
+    let c = execguard_os::CPath::new(path).map_err(|_| Reason::PolicyInvalid)?;
     // SAFETY: `c` is NUL-terminated.
     let fd = unsafe { libc::open(c.ptr(), libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
     if fd < 0 {

@@ -1,4 +1,6 @@
-//! The engine's [`Sys`] seam over raw libc calls: no allocation, no locks, no std.
+//! The engine's [`Sys`] seam over raw libc calls: no allocation, no locks, no std. Shared by
+//! the preload library, the CLI and the wrappers, so all of them see files the same way.
+#![no_std]
 
 use core::ffi::CStr;
 use execguard_policy::path::{PathBuf, PATH_MAX};
