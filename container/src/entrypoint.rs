@@ -1,0 +1,305 @@
+//! `execguard-entrypoint`: the container's PID 1.
+//!
+//! ```text
+//! execguard-entrypoint [PROVIDER-ARGS...]                  run the provider through execguard-provider
+//! execguard-entrypoint --arbitrary-command -- CMD [ARGS..] run CMD instead (assurance is reduced)
+//! execguard-entrypoint --generate-manifest [--root DIR] IMAGE-PATH...
+//!                                                          print the control-plane manifest
+//! ```
+//!
+//! Start order: umask 077 → validate the managed environment → check the start mode against the
+//! mutability → verify the control plane → (root) write the runtime state, add the mapped user →
+//! build the provider home → drop and verify privileges → block signals → spawn → forward
+//! signals and reap until the child exits → exit with its status.
+//!
+//! Exit codes: the child's status (128+n if killed by signal n); 2 for every refusal (one line
+//! `execguard-entrypoint: refused <code>: <detail>` on stderr); 126/127 when the command cannot
+//! be executed / is not found.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::allowlist;
+use crate::chain;
+use crate::env::{parse_session_env, Date, SessionEnv};
+use crate::home;
+use crate::manifest;
+use crate::paths::Paths;
+use crate::privs::{drop_privileges, Start, Syscall, Target};
+use crate::reaper::{spawn_failure_code, Init};
+use crate::session::Mutability;
+use crate::state::{write_state, Assurance, Reduction, RuntimeState};
+use crate::sys;
+use crate::user;
+use crate::EXIT_REFUSED;
+
+const NAME: &str = "execguard-entrypoint";
+
+/// What the entrypoint was asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Run the provider with these (user) arguments.
+    Provider(Vec<OsString>),
+    /// Run this command instead of the provider.
+    Arbitrary(Vec<OsString>),
+    /// Print the manifest of these image paths below `root`.
+    GenerateManifest { root: PathBuf, files: Vec<PathBuf> },
+}
+
+/// A refusal: a stable code and a one-line detail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub detail: String,
+}
+
+impl Refusal {
+    fn new(code: &'static str, detail: impl Into<String>) -> Self {
+        Self { code, detail: detail.into() }
+    }
+}
+
+/// Parses the command line.
+pub fn parse_mode(args: &[OsString]) -> Result<Mode, Refusal> {
+    match args.first().map(|a| a.as_os_str()) {
+        Some(a) if a == "--arbitrary-command" => {
+            if args.get(1).map(|a| a.as_os_str()) != Some(OsStr::new("--")) || args.len() < 3 {
+                return Err(Refusal::new("usage", "--arbitrary-command -- CMD [ARGS...]"));
+            }
+            Ok(Mode::Arbitrary(args[2..].to_vec()))
+        }
+        Some(a) if a == "--generate-manifest" => {
+            let mut rest = &args[1..];
+            let mut root = PathBuf::from("/");
+            if rest.first().map(|a| a.as_os_str()) == Some(OsStr::new("--root")) {
+                let dir = rest.get(1).ok_or_else(|| Refusal::new("usage", "--root DIR"))?;
+                root = PathBuf::from(dir);
+                rest = &rest[2..];
+            }
+            if rest.is_empty() {
+                return Err(Refusal::new("usage", "--generate-manifest [--root DIR] IMAGE-PATH..."));
+            }
+            Ok(Mode::GenerateManifest { root, files: rest.iter().map(PathBuf::from).collect() })
+        }
+        _ => Ok(Mode::Provider(args.to_vec())),
+    }
+}
+
+fn refuse(r: &Refusal) -> i32 {
+    eprintln!("{NAME}: refused {}: {}", r.code, r.detail);
+    EXIT_REFUSED
+}
+
+/// Entry from `main`: production paths, real system calls, today's date.
+pub fn main(args: Vec<OsString>, env: Vec<(OsString, OsString)>) -> i32 {
+    run(&Paths::production(), &crate::privs::LinuxSyscall, &args, &env, Date::today_utc())
+}
+
+/// The whole entrypoint with every dependency injected.
+pub fn run(paths: &Paths, sys: &dyn Syscall, args: &[OsString], env: &[(OsString, OsString)], today: Date) -> i32 {
+    sys.set_umask(0o077);
+    let mode = match parse_mode(args) {
+        Ok(m) => m,
+        Err(r) => return refuse(&r),
+    };
+    if let Mode::GenerateManifest { root, files } = &mode {
+        return generate(root, files);
+    }
+    match prepare(paths, sys, &mode, env, today) {
+        Ok((session, cmd)) => start(session, cmd),
+        Err(r) => refuse(&r),
+    }
+}
+
+fn generate(root: &std::path::Path, files: &[PathBuf]) -> i32 {
+    match manifest::generate_manifest(&Paths::under(root), files) {
+        Ok(m) => {
+            print!("{}", m.render());
+            0
+        }
+        Err(e) => refuse(&Refusal::new(e.code(), e.to_string())),
+    }
+}
+
+struct Prepared {
+    cmd: Command,
+    _link: Option<chain::ChainLink>,
+}
+
+fn start(_session: SessionEnv, mut prepared: Prepared) -> i32 {
+    let init = match Init::install() {
+        Ok(i) => i,
+        Err(e) => return refuse(&Refusal::new("init_failed", format!("failed to block signals: {e}"))),
+    };
+    let child = match init.spawn(&mut prepared.cmd) {
+        Ok(pid) => pid,
+        Err(e) => {
+            eprintln!("{NAME}: failed to start {:?}: {e}", prepared.cmd.get_program());
+            return spawn_failure_code(&e);
+        }
+    };
+    match init.wait_and_forward(child) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{NAME}: failed to wait for the child: {e}");
+            1
+        }
+    }
+}
+
+fn env_pairs(env: &[(OsString, OsString)]) -> Vec<(&OsStr, &OsStr)> {
+    env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())).collect()
+}
+
+fn prepare(
+    paths: &Paths,
+    sys: &dyn Syscall,
+    mode: &Mode,
+    env: &[(OsString, OsString)],
+    today: Date,
+) -> Result<(SessionEnv, Prepared), Refusal> {
+    let session = parse_session_env(&env_pairs(env), today).map_err(|e| Refusal::new(e.code(), e.detail()))?;
+
+    let as_root = sys::geteuid() == 0;
+    let start = match (as_root, session.mutability) {
+        (true, Mutability::Ephemeral) => Start::Root,
+        (false, Mutability::Readonly) => Start::Unprivileged,
+        (true, Mutability::Readonly) => {
+            return Err(Refusal::new("mutability_mismatch", "readonly sessions start as the mapped user, not root"))
+        }
+        (false, Mutability::Ephemeral) => {
+            return Err(Refusal::new("mutability_mismatch", "ephemeral sessions start as root to prepare state"))
+        }
+    };
+    if start == Start::Unprivileged {
+        let ids = (sys.get_resuid(), sys.get_resgid());
+        if let (Ok(u), Ok(g)) = &ids {
+            if *u != [session.host_uid; 3] || *g != [session.host_gid; 3] {
+                return Err(Refusal::new(
+                    "uid_mismatch",
+                    format!("running as {u:?}/{g:?}, expected {}/{}", session.host_uid, session.host_gid),
+                ));
+            }
+        }
+    }
+
+    manifest::verify_manifest(paths, &session.manifest_sha256).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+
+    let arbitrary = matches!(mode, Mode::Arbitrary(_));
+    let mut reductions = Vec::new();
+    if session.profile == execguard_policy::Profile::Breakglass {
+        reductions.push(Reduction::Breakglass);
+    }
+    if arbitrary {
+        reductions.push(Reduction::ArbitraryCommand);
+    }
+    let state = RuntimeState {
+        agent: session.agent,
+        profile: session.profile,
+        autonomy: session.autonomy,
+        mutability: session.mutability,
+        assurance: Assurance::new(reductions),
+    };
+
+    let mut user_name = session.user_name.clone();
+    let owner = if start == Start::Root {
+        write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        let mapped = user::add_mapped_user(&paths.etc, &session.user_name, session.host_uid, session.host_gid)
+            .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        user_name = mapped.user;
+        Some((session.host_uid, session.host_gid))
+    } else {
+        None
+    };
+    let report = home::seed_home(paths, session.agent, owner).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    for skipped in &report.skipped {
+        eprintln!("{NAME}: not importing /workspace/{skipped}: not a regular file reached without symlinks");
+    }
+
+    let extra = read_env_policy(paths);
+    let mut child_env = allowlist::provider_env(env, session.agent, &extra);
+    child_env.retain(|(k, _)| k != "USER" && k != "LOGNAME");
+    child_env.push(("USER".into(), user_name.clone().into()));
+    child_env.push(("LOGNAME".into(), user_name.into()));
+
+    let link = if arbitrary { None } else { Some(chain::create_link().map_err(|e| Refusal::new("chain_failed", e.to_string()))?) };
+
+    drop_privileges(sys, Target { uid: session.host_uid, gid: session.host_gid }, start)
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+
+    let mut cmd = match mode {
+        Mode::Arbitrary(argv) => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+        Mode::Provider(user_args) => {
+            let mut c = Command::new(paths.provider_bin());
+            c.args(user_args);
+            c
+        }
+        Mode::GenerateManifest { .. } => return Err(Refusal::new("usage", "unreachable mode")),
+    };
+    cmd.env_clear().envs(child_env);
+    let cwd = if paths.workspace.is_dir() { paths.workspace.clone() } else { paths.agent_home() };
+    cmd.current_dir(cwd);
+    if let Some(link) = &link {
+        let fd = link.wrapper_end.as_raw_fd();
+        cmd.env(chain::VAR_CHAIN_FD, fd.to_string());
+        // SAFETY: the hook runs in the forked child before exec and only calls fcntl, which is
+        // async-signal-safe; `fd` stays open in the parent until after the spawn.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || chain::inherit_in_child(fd));
+        }
+    }
+    Ok((session, Prepared { cmd, _link: link }))
+}
+
+/// Extra variable names from the image's env policy file, trusted only if root-owned and not
+/// writable by group/other (list it in the manifest to pin its content).
+fn read_env_policy(paths: &Paths) -> Vec<String> {
+    let Ok(fd) = sys::open_nofollow(&paths.env_policy(), libc::O_RDONLY | libc::O_NONBLOCK, 0) else {
+        return Vec::new();
+    };
+    match sys::fstat(&fd) {
+        Ok(m) if m.file_type().is_file() && sys::is_root_owned_not_shared(&m) => {}
+        _ => return Vec::new(),
+    }
+    sys::read_limited(fd, 64 * 1024)
+        .map(|b| allowlist::parse_policy(&String::from_utf8_lossy(&b)))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!(parse_mode(&os(&["-p", "hi"])).unwrap(), Mode::Provider(os(&["-p", "hi"])));
+        assert_eq!(parse_mode(&os(&["--arbitrary-command", "--", "id", "-u"])).unwrap(), Mode::Arbitrary(os(&["id", "-u"])));
+        assert_eq!(parse_mode(&os(&["--arbitrary-command", "id"])).unwrap_err().code, "usage");
+        assert_eq!(parse_mode(&os(&["--arbitrary-command", "--"])).unwrap_err().code, "usage");
+        assert_eq!(
+            parse_mode(&os(&["--generate-manifest", "--root", "/img", "/etc/ld.so.preload"])).unwrap(),
+            Mode::GenerateManifest { root: "/img".into(), files: vec!["/etc/ld.so.preload".into()] }
+        );
+        assert_eq!(parse_mode(&os(&["--generate-manifest"])).unwrap_err().code, "usage");
+    }
+
+    #[test]
+    fn a_bad_environment_is_refused_before_any_privileged_call() {
+        let sys = crate::privs::RecordingSyscall::container_root();
+        let paths = Paths::under(std::path::Path::new("/nonexistent-execguard-root"));
+        let env = vec![(OsString::from("AGENT_NAME"), OsString::from("cursor"))];
+        let code = run(&paths, &sys, &[], &env, Date { year: 2026, month: 1, day: 1 });
+        assert_eq!(code, 2);
+        assert_eq!(sys.calls(), ["set_umask(77)"]);
+    }
+}
