@@ -62,8 +62,16 @@ impl Invocation {
         EXIT_REFUSED
     }
 
-    fn exec(&self, real: &Path, args: &[OsString], rt: Runtime) -> i32 {
-        let child_env = build_child_env(rt, &self.env);
+    fn exec(&self, real: &Path, args: &[OsString], rt: Runtime, extra: &[String]) -> i32 {
+        let mut child_env = build_child_env(rt, &self.env);
+        for name in extra {
+            if child_env.iter().any(|(k, _)| k == name.as_str()) {
+                continue;
+            }
+            if let Some(v) = self.env.get(name) {
+                child_env.push((name.into(), v.to_owned()));
+            }
+        }
         let err = runtime::exec_runtime(real, std::ffi::OsStr::new(self.tool), args, &child_env);
         let _ = writeln!(
             std::io::stderr(),
@@ -122,7 +130,7 @@ pub fn main_git() -> i32 {
         shim: policy.git_shim_rule(self_exe),
     };
     match check_git_with(&inv.args, &inv.env_pairs, &inv.cwd, &ctx) {
-        Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git),
+        Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git, &plan.config_env_vars),
         Err(r) => inv.refuse(&r, Some(&policy)),
     }
 }
@@ -135,7 +143,7 @@ pub fn main_node() -> i32 {
         Err(code) => return code,
     };
     match crate::node::check_node(&inv.args) {
-        Ok(_) => inv.exec(&real, &inv.args, Runtime::Node),
+        Ok(_) => inv.exec(&real, &inv.args, Runtime::Node, &[]),
         Err(r) => inv.refuse(&r, Some(&policy)),
     }
 }

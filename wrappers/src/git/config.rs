@@ -38,7 +38,15 @@ pub fn split_key(key: &str) -> Option<KeyParts> {
     let last = key.rfind('.')?;
     let section = &key[..first];
     let variable = &key[last + 1..];
-    if section.is_empty() || variable.is_empty() {
+    // git_config_parse_key: section and variable are [A-Za-z0-9-], the variable starts with
+    // a letter; the subsection may hold anything but a newline.
+    let name_ok =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if !name_ok(section)
+        || !name_ok(variable)
+        || !variable.as_bytes()[0].is_ascii_alphabetic()
+        || key.contains('\n')
+    {
         return None;
     }
     let subsection = if first == last {

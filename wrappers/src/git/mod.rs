@@ -55,6 +55,9 @@ pub struct GitContext<'a> {
 pub struct GitPlan {
     pub args: Vec<OsString>,
     pub subcommand: Option<String>,
+    /// Variables named by `--config-env` (their values were checked); the child environment
+    /// must carry them although they are not on the allow-list.
+    pub config_env_vars: Vec<String>,
 }
 
 /// Variables that hand git's control plane to the caller. Always refused.
@@ -105,6 +108,7 @@ struct Ctx<'c, 'a> {
     repo_args: Vec<OsString>,
     git_dir: Option<PathBuf>,
     work_tree: Option<PathBuf>,
+    config_env_vars: Vec<String>,
 }
 
 /// Check a git invocation without running anything. `args` excludes argv[0].
@@ -123,6 +127,7 @@ pub fn check_git_with(
         repo_args: Vec::new(),
         git_dir: None,
         work_tree: None,
+        config_env_vars: Vec::new(),
     };
     c.check_env_config()?;
     let (rest_at, globals) = c.parse_globals(args)?;
@@ -132,6 +137,7 @@ pub fn check_git_with(
         return Ok(GitPlan {
             args: args.to_vec(),
             subcommand: None,
+            config_env_vars: c.config_env_vars,
         });
     };
     let file_config = ctx
@@ -193,6 +199,7 @@ pub fn check_git_with(
     Ok(GitPlan {
         args: out,
         subcommand: Some(sub_name),
+        config_env_vars: c.config_env_vars,
     })
 }
 
@@ -354,7 +361,9 @@ impl Ctx<'_, '_> {
             ));
         };
         let value = lossy(value);
-        self.push_config(ConfigEntry::new(key, Some(&value)), "--config-env")
+        self.push_config(ConfigEntry::new(key, Some(&value)), "--config-env")?;
+        self.config_env_vars.push(var);
+        Ok(())
     }
 
     fn check_env(&self) -> Result<(), Refusal> {
