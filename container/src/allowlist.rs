@@ -14,8 +14,24 @@ use crate::user::MAPPED_SHELL;
 
 /// Terminal and locale variables every session keeps.
 pub const COMMON: &[&str] = &[
-    "TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC",
-    "LC_TIME", "LC_MONETARY", "TZ", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "USER", "LOGNAME",
+    "TERM",
+    "COLORTERM",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_COLLATE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_MONETARY",
+    "TZ",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "COLUMNS",
+    "LINES",
+    "USER",
+    "LOGNAME",
 ];
 
 /// Credentials each provider needs.
@@ -23,7 +39,13 @@ pub fn provider_credentials(agent: Agent) -> &'static [&'static str] {
     match agent {
         Agent::Codex => &["OPENAI_API_KEY", "CODEX_API_KEY"],
         Agent::Claude => &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
-        Agent::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI"],
+        Agent::Gemini => &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_CLOUD_PROJECT",
+            "GOOGLE_CLOUD_LOCATION",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+        ],
         Agent::Copilot => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
     }
 }
@@ -32,7 +54,10 @@ pub fn provider_credentials(agent: Agent) -> &'static [&'static str] {
 pub fn never_passes(name: &str) -> bool {
     name.starts_with("LD_")
         || name.starts_with("BASH_FUNC_")
-        || matches!(name, "GLIBC_TUNABLES" | "GCONV_PATH" | "NODE_OPTIONS" | "BASH_ENV" | "ENV" | "NODE_PATH")
+        || matches!(
+            name,
+            "GLIBC_TUNABLES" | "GCONV_PATH" | "NODE_OPTIONS" | "BASH_ENV" | "ENV" | "NODE_PATH"
+        )
 }
 
 /// Values the chain pins for every provider.
@@ -61,8 +86,11 @@ pub fn parse_policy(text: &str) -> Vec<String> {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter(|n| {
-            n.bytes().next().is_some_and(|c| c.is_ascii_uppercase() || c == b'_')
-                && n.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+            n.bytes()
+                .next()
+                .is_some_and(|c| c.is_ascii_uppercase() || c == b'_')
+                && n.bytes()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
                 && !never_passes(n)
         })
         .map(str::to_owned)
@@ -70,20 +98,35 @@ pub fn parse_policy(text: &str) -> Vec<String> {
 }
 
 /// Builds the provider environment from `env`: allow-listed names, then forced values.
-pub fn provider_env(env: &[(OsString, OsString)], agent: Agent, extra: &[String]) -> Vec<(OsString, OsString)> {
+pub fn provider_env(
+    env: &[(OsString, OsString)],
+    agent: Agent,
+    extra: &[String],
+) -> Vec<(OsString, OsString)> {
     let allowed = |name: &OsStr| -> bool {
-        let Ok(n) = std::str::from_utf8(name.as_bytes()) else { return false };
+        let Ok(n) = std::str::from_utf8(name.as_bytes()) else {
+            return false;
+        };
         !never_passes(n)
-            && (COMMON.contains(&n) || provider_credentials(agent).contains(&n) || extra.iter().any(|e| e == n))
+            && (COMMON.contains(&n)
+                || provider_credentials(agent).contains(&n)
+                || extra.iter().any(|e| e == n))
     };
     let forced = forced(agent);
     let mut out: Vec<(OsString, OsString)> = Vec::new();
     for (k, v) in env {
-        if allowed(k) && !forced.iter().any(|(f, _)| k == f) && !out.iter().any(|(seen, _)| seen == k) {
+        if allowed(k)
+            && !forced.iter().any(|(f, _)| k == f)
+            && !out.iter().any(|(seen, _)| seen == k)
+        {
             out.push((k.clone(), v.clone()));
         }
     }
-    out.extend(forced.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    out.extend(
+        forced
+            .into_iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
     out
 }
 
@@ -92,11 +135,16 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-        pairs.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
     }
 
     fn names(e: &[(OsString, OsString)]) -> Vec<String> {
-        e.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect()
+        e.iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
@@ -125,13 +173,29 @@ mod tests {
         let out = provider_env(&input, Agent::Claude, &[]);
         assert_eq!(
             names(&out),
-            ["TERM", "ANTHROPIC_API_KEY", "HOME", "TMPDIR", "PATH", "SHELL", "DISABLE_AUTOUPDATER", "CLAUDE_CONFIG_DIR"]
+            [
+                "TERM",
+                "ANTHROPIC_API_KEY",
+                "HOME",
+                "TMPDIR",
+                "PATH",
+                "SHELL",
+                "DISABLE_AUTOUPDATER",
+                "CLAUDE_CONFIG_DIR"
+            ]
         );
-        let get = |k: &str| out.iter().find(|(n, _)| n == k).map(|(_, v)| v.to_string_lossy().into_owned());
+        let get = |k: &str| {
+            out.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
         assert_eq!(get("HOME").as_deref(), Some("/state/agent-home"));
         assert_eq!(get("TMPDIR").as_deref(), Some("/state/tmp"));
         assert_eq!(get("PATH").as_deref(), Some(PINNED_PATH));
-        assert_eq!(get("CLAUDE_CONFIG_DIR").as_deref(), Some("/state/agent-home/.claude"));
+        assert_eq!(
+            get("CLAUDE_CONFIG_DIR").as_deref(),
+            Some("/state/agent-home/.claude")
+        );
     }
 
     #[test]
@@ -149,10 +213,18 @@ mod tests {
 
     #[test]
     fn credentials_are_per_provider() {
-        let input = env(&[("GH_TOKEN", "t"), ("OPENAI_API_KEY", "o"), ("GEMINI_API_KEY", "g")]);
+        let input = env(&[
+            ("GH_TOKEN", "t"),
+            ("OPENAI_API_KEY", "o"),
+            ("GEMINI_API_KEY", "g"),
+        ]);
         assert!(names(&provider_env(&input, Agent::Copilot, &[])).contains(&"GH_TOKEN".to_owned()));
         assert!(!names(&provider_env(&input, Agent::Claude, &[])).contains(&"GH_TOKEN".to_owned()));
-        assert!(names(&provider_env(&input, Agent::Codex, &[])).contains(&"OPENAI_API_KEY".to_owned()));
-        assert!(names(&provider_env(&input, Agent::Gemini, &[])).contains(&"GEMINI_API_KEY".to_owned()));
+        assert!(
+            names(&provider_env(&input, Agent::Codex, &[])).contains(&"OPENAI_API_KEY".to_owned())
+        );
+        assert!(
+            names(&provider_env(&input, Agent::Gemini, &[])).contains(&"GEMINI_API_KEY".to_owned())
+        );
     }
 }

@@ -27,13 +27,23 @@ pub struct ChainLink {
 pub fn create_link() -> io::Result<ChainLink> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` has room for the two descriptors socketpair writes on success.
-    let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
     let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    Ok(ChainLink { entrypoint_end: a, wrapper_end: b })
+    Ok(ChainLink {
+        entrypoint_end: a,
+        wrapper_end: b,
+    })
 }
 
 /// Clears FD_CLOEXEC on `fd`; for use in a `pre_exec` hook (async-signal-safe).
@@ -55,8 +65,14 @@ pub enum ChainRefusal {
     Invalid,
     #[error("descriptor {fd} is not a Unix socket")]
     NotSocket { fd: RawFd },
-    #[error("the chain socket was made by pid {peer_pid} (uid {peer_uid}), not by the parent {parent}")]
-    WrongPeer { peer_pid: i32, peer_uid: u32, parent: i32 },
+    #[error(
+        "the chain socket was made by pid {peer_pid} (uid {peer_uid}), not by the parent {parent}"
+    )]
+    WrongPeer {
+        peer_pid: i32,
+        peer_uid: u32,
+        parent: i32,
+    },
 }
 
 impl ChainRefusal {
@@ -72,7 +88,11 @@ impl ChainRefusal {
 
 /// Peer credentials of a connected Unix socket.
 fn peer_credentials(fd: &OwnedFd) -> Option<libc::ucred> {
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: `cred` is a live ucred and `len` holds its exact size; the kernel writes at most
     // `len` bytes.
@@ -90,8 +110,14 @@ fn peer_credentials(fd: &OwnedFd) -> Option<libc::ucred> {
 
 /// Accepts or refuses the start; consumes (closes) the chain fd either way when it is ours to
 /// close. Returns the entrypoint's pid.
-pub fn verify_started_by_entrypoint(value: Option<&OsStr>, parent: i32) -> Result<i32, ChainRefusal> {
-    let raw = value.ok_or(ChainRefusal::Missing)?.to_str().ok_or(ChainRefusal::Invalid)?;
+pub fn verify_started_by_entrypoint(
+    value: Option<&OsStr>,
+    parent: i32,
+) -> Result<i32, ChainRefusal> {
+    let raw = value
+        .ok_or(ChainRefusal::Missing)?
+        .to_str()
+        .ok_or(ChainRefusal::Invalid)?;
     if raw.is_empty() || raw.len() > 9 || !raw.bytes().all(|c| c.is_ascii_digit()) {
         return Err(ChainRefusal::Invalid);
     }
@@ -115,7 +141,11 @@ pub fn verify_started_by_entrypoint(value: Option<&OsStr>, parent: i32) -> Resul
     let cred = peer_credentials(&owned).ok_or(ChainRefusal::NotSocket { fd })?;
     drop(owned);
     if cred.pid <= 0 || cred.pid != parent || !(cred.pid == 1 || cred.uid == 0) {
-        return Err(ChainRefusal::WrongPeer { peer_pid: cred.pid, peer_uid: cred.uid, parent });
+        return Err(ChainRefusal::WrongPeer {
+            peer_pid: cred.pid,
+            peer_uid: cred.uid,
+            parent,
+        });
     }
     Ok(cred.pid)
 }
@@ -127,9 +157,16 @@ mod tests {
 
     #[test]
     fn missing_and_malformed_values_are_refused() {
-        assert_eq!(verify_started_by_entrypoint(None, 1), Err(ChainRefusal::Missing));
+        assert_eq!(
+            verify_started_by_entrypoint(None, 1),
+            Err(ChainRefusal::Missing)
+        );
         for bad in ["", "x", "-3", "1", "2", "99999999999"] {
-            assert_eq!(verify_started_by_entrypoint(Some(OsStr::new(bad)), 1), Err(ChainRefusal::Invalid), "{bad}");
+            assert_eq!(
+                verify_started_by_entrypoint(Some(OsStr::new(bad)), 1),
+                Err(ChainRefusal::Invalid),
+                "{bad}"
+            );
         }
         // A regular file is not a chain socket.
         let f = std::fs::File::open("/proc/self/status").unwrap();
@@ -146,8 +183,12 @@ mod tests {
         let link = create_link().unwrap();
         let fd = link.wrapper_end.into_raw_fd();
         let me = crate::sys::getpid();
-        let got = verify_started_by_entrypoint(Some(OsStr::new(&fd.to_string())), crate::sys::getppid());
-        assert!(matches!(got, Err(ChainRefusal::WrongPeer { peer_pid, .. }) if peer_pid == me), "{got:?}");
+        let got =
+            verify_started_by_entrypoint(Some(OsStr::new(&fd.to_string())), crate::sys::getppid());
+        assert!(
+            matches!(got, Err(ChainRefusal::WrongPeer { peer_pid, .. }) if peer_pid == me),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -157,6 +198,9 @@ mod tests {
         let link = create_link().unwrap();
         let fd = link.wrapper_end.into_raw_fd();
         let me = crate::sys::getpid();
-        assert_eq!(verify_started_by_entrypoint(Some(OsStr::new(&fd.to_string())), me), Ok(me));
+        assert_eq!(
+            verify_started_by_entrypoint(Some(OsStr::new(&fd.to_string())), me),
+            Ok(me)
+        );
     }
 }

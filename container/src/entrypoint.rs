@@ -57,7 +57,10 @@ pub struct Refusal {
 
 impl Refusal {
     fn new(code: &'static str, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into() }
+        Self {
+            code,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -66,7 +69,10 @@ pub fn parse_mode(args: &[OsString]) -> Result<Mode, Refusal> {
     match args.first().map(|a| a.as_os_str()) {
         Some(a) if a == "--arbitrary-command" => {
             if args.get(1).map(|a| a.as_os_str()) != Some(OsStr::new("--")) || args.len() < 3 {
-                return Err(Refusal::new("usage", "--arbitrary-command -- CMD [ARGS...]"));
+                return Err(Refusal::new(
+                    "usage",
+                    "--arbitrary-command -- CMD [ARGS...]",
+                ));
             }
             Ok(Mode::Arbitrary(args[2..].to_vec()))
         }
@@ -74,14 +80,22 @@ pub fn parse_mode(args: &[OsString]) -> Result<Mode, Refusal> {
             let mut rest = &args[1..];
             let mut root = PathBuf::from("/");
             if rest.first().map(|a| a.as_os_str()) == Some(OsStr::new("--root")) {
-                let dir = rest.get(1).ok_or_else(|| Refusal::new("usage", "--root DIR"))?;
+                let dir = rest
+                    .get(1)
+                    .ok_or_else(|| Refusal::new("usage", "--root DIR"))?;
                 root = PathBuf::from(dir);
                 rest = &rest[2..];
             }
             if rest.is_empty() {
-                return Err(Refusal::new("usage", "--generate-manifest [--root DIR] IMAGE-PATH..."));
+                return Err(Refusal::new(
+                    "usage",
+                    "--generate-manifest [--root DIR] IMAGE-PATH...",
+                ));
             }
-            Ok(Mode::GenerateManifest { root, files: rest.iter().map(PathBuf::from).collect() })
+            Ok(Mode::GenerateManifest {
+                root,
+                files: rest.iter().map(PathBuf::from).collect(),
+            })
         }
         _ => Ok(Mode::Provider(args.to_vec())),
     }
@@ -94,11 +108,23 @@ fn refuse(r: &Refusal) -> i32 {
 
 /// Entry from `main`: production paths, real system calls, today's date.
 pub fn main(args: Vec<OsString>, env: Vec<(OsString, OsString)>) -> i32 {
-    run(&Paths::production(), &crate::privs::LinuxSyscall, &args, &env, Date::today_utc())
+    run(
+        &Paths::production(),
+        &crate::privs::LinuxSyscall,
+        &args,
+        &env,
+        Date::today_utc(),
+    )
 }
 
 /// The whole entrypoint with every dependency injected.
-pub fn run(paths: &Paths, sys: &dyn Syscall, args: &[OsString], env: &[(OsString, OsString)], today: Date) -> i32 {
+pub fn run(
+    paths: &Paths,
+    sys: &dyn Syscall,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+    today: Date,
+) -> i32 {
     sys.set_umask(0o077);
     let mode = match parse_mode(args) {
         Ok(m) => m,
@@ -131,12 +157,20 @@ struct Prepared {
 fn start(_session: SessionEnv, mut prepared: Prepared) -> i32 {
     let init = match Init::install() {
         Ok(i) => i,
-        Err(e) => return refuse(&Refusal::new("init_failed", format!("failed to block signals: {e}"))),
+        Err(e) => {
+            return refuse(&Refusal::new(
+                "init_failed",
+                format!("failed to block signals: {e}"),
+            ))
+        }
     };
     let child = match init.spawn(&mut prepared.cmd) {
         Ok(pid) => pid,
         Err(e) => {
-            eprintln!("{NAME}: failed to start {:?}: {e}", prepared.cmd.get_program());
+            eprintln!(
+                "{NAME}: failed to start {:?}: {e}",
+                prepared.cmd.get_program()
+            );
             return spawn_failure_code(&e);
         }
     };
@@ -150,7 +184,9 @@ fn start(_session: SessionEnv, mut prepared: Prepared) -> i32 {
 }
 
 fn env_pairs(env: &[(OsString, OsString)]) -> Vec<(&OsStr, &OsStr)> {
-    env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())).collect()
+    env.iter()
+        .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+        .collect()
 }
 
 fn prepare(
@@ -160,17 +196,24 @@ fn prepare(
     env: &[(OsString, OsString)],
     today: Date,
 ) -> Result<(SessionEnv, Prepared), Refusal> {
-    let session = parse_session_env(&env_pairs(env), today).map_err(|e| Refusal::new(e.code(), e.detail()))?;
+    let session = parse_session_env(&env_pairs(env), today)
+        .map_err(|e| Refusal::new(e.code(), e.detail()))?;
 
     let as_root = sys::geteuid() == 0;
     let start = match (as_root, session.mutability) {
         (true, Mutability::Ephemeral) => Start::Root,
         (false, Mutability::Readonly) => Start::Unprivileged,
         (true, Mutability::Readonly) => {
-            return Err(Refusal::new("mutability_mismatch", "readonly sessions start as the mapped user, not root"))
+            return Err(Refusal::new(
+                "mutability_mismatch",
+                "readonly sessions start as the mapped user, not root",
+            ))
         }
         (false, Mutability::Ephemeral) => {
-            return Err(Refusal::new("mutability_mismatch", "ephemeral sessions start as root to prepare state"))
+            return Err(Refusal::new(
+                "mutability_mismatch",
+                "ephemeral sessions start as root to prepare state",
+            ))
         }
     };
     if start == Start::Unprivileged {
@@ -179,13 +222,17 @@ fn prepare(
             if *u != [session.host_uid; 3] || *g != [session.host_gid; 3] {
                 return Err(Refusal::new(
                     "uid_mismatch",
-                    format!("running as {u:?}/{g:?}, expected {}/{}", session.host_uid, session.host_gid),
+                    format!(
+                        "running as {u:?}/{g:?}, expected {}/{}",
+                        session.host_uid, session.host_gid
+                    ),
                 ));
             }
         }
     }
 
-    manifest::verify_manifest(paths, &session.manifest_sha256).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    manifest::verify_manifest(paths, &session.manifest_sha256)
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
 
     let arbitrary = matches!(mode, Mode::Arbitrary(_));
     let mut reductions = Vec::new();
@@ -206,14 +253,20 @@ fn prepare(
     let mut user_name = session.user_name.clone();
     let owner = if start == Start::Root {
         write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
-        let mapped = user::add_mapped_user(&paths.etc, &session.user_name, session.host_uid, session.host_gid)
-            .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        let mapped = user::add_mapped_user(
+            &paths.etc,
+            &session.user_name,
+            session.host_uid,
+            session.host_gid,
+        )
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
         user_name = mapped.user;
         Some((session.host_uid, session.host_gid))
     } else {
         None
     };
-    let report = home::seed_home(paths, session.agent, owner).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    let report = home::seed_home(paths, session.agent, owner)
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     for skipped in &report.skipped {
         eprintln!("{NAME}: not importing /workspace/{skipped}: not a regular file reached without symlinks");
     }
@@ -224,10 +277,21 @@ fn prepare(
     child_env.push(("USER".into(), user_name.clone().into()));
     child_env.push(("LOGNAME".into(), user_name.into()));
 
-    let link = if arbitrary { None } else { Some(chain::create_link().map_err(|e| Refusal::new("chain_failed", e.to_string()))?) };
+    let link = if arbitrary {
+        None
+    } else {
+        Some(chain::create_link().map_err(|e| Refusal::new("chain_failed", e.to_string()))?)
+    };
 
-    drop_privileges(sys, Target { uid: session.host_uid, gid: session.host_gid }, start)
-        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    drop_privileges(
+        sys,
+        Target {
+            uid: session.host_uid,
+            gid: session.host_gid,
+        },
+        start,
+    )
+    .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
 
     let mut cmd = match mode {
         Mode::Arbitrary(argv) => {
@@ -243,7 +307,11 @@ fn prepare(
         Mode::GenerateManifest { .. } => return Err(Refusal::new("usage", "unreachable mode")),
     };
     cmd.env_clear().envs(child_env);
-    let cwd = if paths.workspace.is_dir() { paths.workspace.clone() } else { paths.agent_home() };
+    let cwd = if paths.workspace.is_dir() {
+        paths.workspace.clone()
+    } else {
+        paths.agent_home()
+    };
     cmd.current_dir(cwd);
     if let Some(link) = &link {
         let fd = link.wrapper_end.as_raw_fd();
@@ -251,7 +319,9 @@ fn prepare(
         // SAFETY: the hook runs in the forked child before exec and only calls fcntl, which is
         // async-signal-safe; `fd` stays open in the parent until after the spawn.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || chain::inherit_in_child(fd));
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                chain::inherit_in_child(fd)
+            });
         }
     }
     Ok((session, Prepared { cmd, _link: link }))
@@ -260,7 +330,8 @@ fn prepare(
 /// Extra variable names from the image's env policy file, trusted only if root-owned and not
 /// writable by group/other (list it in the manifest to pin its content).
 fn read_env_policy(paths: &Paths) -> Vec<String> {
-    let Ok(fd) = sys::open_nofollow(&paths.env_policy(), libc::O_RDONLY | libc::O_NONBLOCK, 0) else {
+    let Ok(fd) = sys::open_nofollow(&paths.env_policy(), libc::O_RDONLY | libc::O_NONBLOCK, 0)
+    else {
         return Vec::new();
     };
     match sys::fstat(&fd) {
@@ -282,15 +353,43 @@ mod tests {
 
     #[test]
     fn modes_parse() {
-        assert_eq!(parse_mode(&os(&["-p", "hi"])).unwrap(), Mode::Provider(os(&["-p", "hi"])));
-        assert_eq!(parse_mode(&os(&["--arbitrary-command", "--", "id", "-u"])).unwrap(), Mode::Arbitrary(os(&["id", "-u"])));
-        assert_eq!(parse_mode(&os(&["--arbitrary-command", "id"])).unwrap_err().code, "usage");
-        assert_eq!(parse_mode(&os(&["--arbitrary-command", "--"])).unwrap_err().code, "usage");
         assert_eq!(
-            parse_mode(&os(&["--generate-manifest", "--root", "/img", "/etc/ld.so.preload"])).unwrap(),
-            Mode::GenerateManifest { root: "/img".into(), files: vec!["/etc/ld.so.preload".into()] }
+            parse_mode(&os(&["-p", "hi"])).unwrap(),
+            Mode::Provider(os(&["-p", "hi"]))
         );
-        assert_eq!(parse_mode(&os(&["--generate-manifest"])).unwrap_err().code, "usage");
+        assert_eq!(
+            parse_mode(&os(&["--arbitrary-command", "--", "id", "-u"])).unwrap(),
+            Mode::Arbitrary(os(&["id", "-u"]))
+        );
+        assert_eq!(
+            parse_mode(&os(&["--arbitrary-command", "id"]))
+                .unwrap_err()
+                .code,
+            "usage"
+        );
+        assert_eq!(
+            parse_mode(&os(&["--arbitrary-command", "--"]))
+                .unwrap_err()
+                .code,
+            "usage"
+        );
+        assert_eq!(
+            parse_mode(&os(&[
+                "--generate-manifest",
+                "--root",
+                "/img",
+                "/etc/ld.so.preload"
+            ]))
+            .unwrap(),
+            Mode::GenerateManifest {
+                root: "/img".into(),
+                files: vec!["/etc/ld.so.preload".into()]
+            }
+        );
+        assert_eq!(
+            parse_mode(&os(&["--generate-manifest"])).unwrap_err().code,
+            "usage"
+        );
     }
 
     #[test]
@@ -298,7 +397,17 @@ mod tests {
         let sys = crate::privs::RecordingSyscall::container_root();
         let paths = Paths::under(std::path::Path::new("/nonexistent-execguard-root"));
         let env = vec![(OsString::from("AGENT_NAME"), OsString::from("cursor"))];
-        let code = run(&paths, &sys, &[], &env, Date { year: 2026, month: 1, day: 1 });
+        let code = run(
+            &paths,
+            &sys,
+            &[],
+            &env,
+            Date {
+                year: 2026,
+                month: 1,
+                day: 1,
+            },
+        );
         assert_eq!(code, 2);
         assert_eq!(sys.calls(), ["set_umask(77)"]);
     }

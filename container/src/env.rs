@@ -70,7 +70,10 @@ pub struct EnvRefusal {
 
 impl EnvRefusal {
     pub fn new(code: &'static str, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into() }
+        Self {
+            code,
+            detail: detail.into(),
+        }
     }
 
     /// Stable snake_case reason code.
@@ -121,7 +124,11 @@ impl Date {
         let month = if mp < 10 { mp + 3 } else { mp - 9 };
         let year = yoe + era * 400 + i64::from(month <= 2);
         // Both are small and non-negative by construction of the algorithm.
-        Self { year, month: month as u32, day: day as u32 }
+        Self {
+            year,
+            month: month as u32,
+            day: day as u32,
+        }
     }
 
     /// Parses exactly `YYYY-MM-DD`.
@@ -144,7 +151,11 @@ impl Date {
         if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
             return None;
         }
-        Some(Self { year: i64::from(year), month, day })
+        Some(Self {
+            year: i64::from(year),
+            month,
+            day,
+        })
     }
 }
 
@@ -155,12 +166,23 @@ impl fmt::Display for Date {
 }
 
 fn lookup<'a>(env: &'a [(&OsStr, &OsStr)], name: &str) -> Option<&'a OsStr> {
-    env.iter().rev().find(|(k, _)| k.as_bytes() == name.as_bytes()).map(|(_, v)| *v)
+    env.iter()
+        .rev()
+        .find(|(k, _)| k.as_bytes() == name.as_bytes())
+        .map(|(_, v)| *v)
 }
 
 fn text<'a>(env: &'a [(&OsStr, &OsStr)], name: &str) -> Result<Option<&'a str>, EnvRefusal> {
-    if env.iter().filter(|(k, _)| k.as_bytes() == name.as_bytes()).count() > 1 {
-        return Err(EnvRefusal::new("env_duplicate", format!("{name} is set more than once")));
+    if env
+        .iter()
+        .filter(|(k, _)| k.as_bytes() == name.as_bytes())
+        .count()
+        > 1
+    {
+        return Err(EnvRefusal::new(
+            "env_duplicate",
+            format!("{name} is set more than once"),
+        ));
     }
     match lookup(env, name) {
         None => Ok(None),
@@ -192,12 +214,20 @@ fn host_id(
         && raw.len() <= 10
         && raw.bytes().all(|c| c.is_ascii_digit())
         && !(raw.len() > 1 && raw.starts_with('0'));
-    let id = if well_formed { raw.parse::<u32>().ok() } else { None };
+    let id = if well_formed {
+        raw.parse::<u32>().ok()
+    } else {
+        None
+    };
     match id {
-        Some(0) => Err(EnvRefusal::new(root, format!("{name}=0: the provider never runs as root"))),
-        Some(u32::MAX) | None => {
-            Err(EnvRefusal::new(invalid, format!("{name}={raw:?} is not a numeric id")))
-        }
+        Some(0) => Err(EnvRefusal::new(
+            root,
+            format!("{name}=0: the provider never runs as root"),
+        )),
+        Some(u32::MAX) | None => Err(EnvRefusal::new(
+            invalid,
+            format!("{name}={raw:?} is not a numeric id"),
+        )),
         Some(id) => Ok(id),
     }
 }
@@ -218,9 +248,7 @@ pub fn parse_session_env(env: &[(&OsStr, &OsStr)], today: Date) -> Result<Sessio
         Some(raw) => Profile::from_name(raw.as_bytes()).ok_or_else(|| {
             EnvRefusal::new(
                 "profile_invalid",
-                format!(
-                    "{VAR_PROFILE}={raw:?}; expected strict, development, build or breakglass"
-                ),
+                format!("{VAR_PROFILE}={raw:?}; expected strict, development, build or breakglass"),
             )
         })?,
     };
@@ -244,15 +272,29 @@ pub fn parse_session_env(env: &[(&OsStr, &OsStr)], today: Date) -> Result<Sessio
         )
     })?;
 
-    let host_uid =
-        host_id(env, VAR_HOST_UID, "host_uid_missing", "host_uid_invalid", "host_uid_root")?;
-    let host_gid =
-        host_id(env, VAR_HOST_GID, "host_gid_missing", "host_gid_invalid", "host_gid_root")?;
+    let host_uid = host_id(
+        env,
+        VAR_HOST_UID,
+        "host_uid_missing",
+        "host_uid_invalid",
+        "host_uid_root",
+    )?;
+    let host_gid = host_id(
+        env,
+        VAR_HOST_GID,
+        "host_gid_missing",
+        "host_gid_invalid",
+        "host_gid_root",
+    )?;
 
     let user_name = sanitize_user_name(text(env, VAR_HOST_USER)?.unwrap_or("agent"));
 
     let digest = required(env, VAR_MANIFEST_SHA256, "manifest_digest_missing")?;
-    if digest.len() != 64 || !digest.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+    if digest.len() != 64
+        || !digest
+            .bytes()
+            .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return Err(EnvRefusal::new(
             "manifest_digest_invalid",
             format!("{VAR_MANIFEST_SHA256} must be 64 lower-case hex digits"),
@@ -298,7 +340,11 @@ mod tests {
     use super::*;
 
     const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    const TODAY: Date = Date { year: 2026, month: 3, day: 14 };
+    const TODAY: Date = Date {
+        year: 2026,
+        month: 3,
+        day: 14,
+    };
 
     fn base() -> Vec<(&'static str, &'static str)> {
         vec![
@@ -311,7 +357,9 @@ mod tests {
         ]
     }
 
-    fn parse_with(overrides: &[(&'static str, Option<&'static str>)]) -> Result<SessionEnv, EnvRefusal> {
+    fn parse_with(
+        overrides: &[(&'static str, Option<&'static str>)],
+    ) -> Result<SessionEnv, EnvRefusal> {
         let mut vars = base();
         for (k, v) in overrides {
             vars.retain(|(name, _)| name != k);
@@ -319,8 +367,10 @@ mod tests {
                 vars.push((k, v));
             }
         }
-        let env: Vec<(&OsStr, &OsStr)> =
-            vars.iter().map(|(k, v)| (OsStr::new(*k), OsStr::new(*v))).collect();
+        let env: Vec<(&OsStr, &OsStr)> = vars
+            .iter()
+            .map(|(k, v)| (OsStr::new(*k), OsStr::new(*v)))
+            .collect();
         parse_session_env(&env, TODAY)
     }
 
@@ -343,13 +393,41 @@ mod tests {
             code: &'static str,
         }
         let cases = [
-            Case { name: "agent missing", set: &[(VAR_AGENT, None)], code: "agent_missing" },
-            Case { name: "agent unknown", set: &[(VAR_AGENT, Some("cursor"))], code: "agent_invalid" },
-            Case { name: "agent upper", set: &[(VAR_AGENT, Some("Claude"))], code: "agent_invalid" },
-            Case { name: "agent padded", set: &[(VAR_AGENT, Some("claude "))], code: "agent_invalid" },
-            Case { name: "profile unknown", set: &[(VAR_PROFILE, Some("relaxed"))], code: "profile_invalid" },
-            Case { name: "profile empty", set: &[(VAR_PROFILE, Some(""))], code: "profile_invalid" },
-            Case { name: "profile upper", set: &[(VAR_PROFILE, Some("STRICT"))], code: "profile_invalid" },
+            Case {
+                name: "agent missing",
+                set: &[(VAR_AGENT, None)],
+                code: "agent_missing",
+            },
+            Case {
+                name: "agent unknown",
+                set: &[(VAR_AGENT, Some("cursor"))],
+                code: "agent_invalid",
+            },
+            Case {
+                name: "agent upper",
+                set: &[(VAR_AGENT, Some("Claude"))],
+                code: "agent_invalid",
+            },
+            Case {
+                name: "agent padded",
+                set: &[(VAR_AGENT, Some("claude "))],
+                code: "agent_invalid",
+            },
+            Case {
+                name: "profile unknown",
+                set: &[(VAR_PROFILE, Some("relaxed"))],
+                code: "profile_invalid",
+            },
+            Case {
+                name: "profile empty",
+                set: &[(VAR_PROFILE, Some(""))],
+                code: "profile_invalid",
+            },
+            Case {
+                name: "profile upper",
+                set: &[(VAR_PROFILE, Some("STRICT"))],
+                code: "profile_invalid",
+            },
             Case {
                 name: "breakglass without ack",
                 set: &[(VAR_PROFILE, Some("breakglass"))],
@@ -357,34 +435,100 @@ mod tests {
             },
             Case {
                 name: "breakglass with yes",
-                set: &[(VAR_PROFILE, Some("breakglass")), (VAR_BREAKGLASS_ACK, Some("yes"))],
+                set: &[
+                    (VAR_PROFILE, Some("breakglass")),
+                    (VAR_BREAKGLASS_ACK, Some("yes")),
+                ],
                 code: "breakglass_ack_invalid",
             },
             Case {
                 name: "breakglass yesterday",
-                set: &[(VAR_PROFILE, Some("breakglass")), (VAR_BREAKGLASS_ACK, Some("2026-03-13"))],
+                set: &[
+                    (VAR_PROFILE, Some("breakglass")),
+                    (VAR_BREAKGLASS_ACK, Some("2026-03-13")),
+                ],
                 code: "breakglass_ack_stale",
             },
-            Case { name: "autonomy missing", set: &[(VAR_AUTONOMY, None)], code: "autonomy_missing" },
-            Case { name: "autonomy unknown", set: &[(VAR_AUTONOMY, Some("auto"))], code: "autonomy_invalid" },
-            Case { name: "mutability missing", set: &[(VAR_MUTABILITY, None)], code: "mutability_missing" },
+            Case {
+                name: "autonomy missing",
+                set: &[(VAR_AUTONOMY, None)],
+                code: "autonomy_missing",
+            },
+            Case {
+                name: "autonomy unknown",
+                set: &[(VAR_AUTONOMY, Some("auto"))],
+                code: "autonomy_invalid",
+            },
+            Case {
+                name: "mutability missing",
+                set: &[(VAR_MUTABILITY, None)],
+                code: "mutability_missing",
+            },
             Case {
                 name: "mutability unknown",
                 set: &[(VAR_MUTABILITY, Some("persistent"))],
                 code: "mutability_invalid",
             },
-            Case { name: "uid missing", set: &[(VAR_HOST_UID, None)], code: "host_uid_missing" },
-            Case { name: "uid root", set: &[(VAR_HOST_UID, Some("0"))], code: "host_uid_root" },
-            Case { name: "uid name", set: &[(VAR_HOST_UID, Some("alice"))], code: "host_uid_invalid" },
-            Case { name: "uid negative", set: &[(VAR_HOST_UID, Some("-1"))], code: "host_uid_invalid" },
-            Case { name: "uid sentinel", set: &[(VAR_HOST_UID, Some("4294967295"))], code: "host_uid_invalid" },
-            Case { name: "uid overflow", set: &[(VAR_HOST_UID, Some("4294967296"))], code: "host_uid_invalid" },
-            Case { name: "uid leading zero", set: &[(VAR_HOST_UID, Some("01000"))], code: "host_uid_invalid" },
-            Case { name: "uid plus", set: &[(VAR_HOST_UID, Some("+1000"))], code: "host_uid_invalid" },
-            Case { name: "uid empty", set: &[(VAR_HOST_UID, Some(""))], code: "host_uid_invalid" },
-            Case { name: "gid missing", set: &[(VAR_HOST_GID, None)], code: "host_gid_missing" },
-            Case { name: "gid root", set: &[(VAR_HOST_GID, Some("0"))], code: "host_gid_root" },
-            Case { name: "gid text", set: &[(VAR_HOST_GID, Some("staff"))], code: "host_gid_invalid" },
+            Case {
+                name: "uid missing",
+                set: &[(VAR_HOST_UID, None)],
+                code: "host_uid_missing",
+            },
+            Case {
+                name: "uid root",
+                set: &[(VAR_HOST_UID, Some("0"))],
+                code: "host_uid_root",
+            },
+            Case {
+                name: "uid name",
+                set: &[(VAR_HOST_UID, Some("alice"))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "uid negative",
+                set: &[(VAR_HOST_UID, Some("-1"))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "uid sentinel",
+                set: &[(VAR_HOST_UID, Some("4294967295"))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "uid overflow",
+                set: &[(VAR_HOST_UID, Some("4294967296"))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "uid leading zero",
+                set: &[(VAR_HOST_UID, Some("01000"))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "uid plus",
+                set: &[(VAR_HOST_UID, Some("+1000"))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "uid empty",
+                set: &[(VAR_HOST_UID, Some(""))],
+                code: "host_uid_invalid",
+            },
+            Case {
+                name: "gid missing",
+                set: &[(VAR_HOST_GID, None)],
+                code: "host_gid_missing",
+            },
+            Case {
+                name: "gid root",
+                set: &[(VAR_HOST_GID, Some("0"))],
+                code: "host_gid_root",
+            },
+            Case {
+                name: "gid text",
+                set: &[(VAR_HOST_GID, Some("staff"))],
+                code: "host_gid_invalid",
+            },
             Case {
                 name: "digest missing",
                 set: &[(VAR_MANIFEST_SHA256, None)],
@@ -407,7 +551,9 @@ mod tests {
         for case in cases {
             let err = parse_with(case.set).expect_err(case.name);
             assert_eq!(err.code(), case.code, "{}: {err}", case.name);
-            assert!(err.to_string().starts_with(&format!("refused {}: ", case.code)));
+            assert!(err
+                .to_string()
+                .starts_with(&format!("refused {}: ", case.code)));
         }
     }
 
@@ -415,19 +561,43 @@ mod tests {
     fn every_profile_and_value_is_accepted() {
         for p in ["strict", "development", "build"] {
             let leaked: &'static str = p;
-            assert_eq!(parse_with(&[(VAR_PROFILE, Some(leaked))]).unwrap().profile.as_str(), p);
+            assert_eq!(
+                parse_with(&[(VAR_PROFILE, Some(leaked))])
+                    .unwrap()
+                    .profile
+                    .as_str(),
+                p
+            );
         }
-        let bg = parse_with(&[(VAR_PROFILE, Some("breakglass")), (VAR_BREAKGLASS_ACK, Some("2026-03-14"))]);
+        let bg = parse_with(&[
+            (VAR_PROFILE, Some("breakglass")),
+            (VAR_BREAKGLASS_ACK, Some("2026-03-14")),
+        ]);
         assert_eq!(bg.unwrap().profile, Profile::Breakglass);
         for a in ["codex", "claude", "gemini", "copilot"] {
-            assert_eq!(parse_with(&[(VAR_AGENT, Some(a))]).unwrap().agent.as_str(), a);
+            assert_eq!(
+                parse_with(&[(VAR_AGENT, Some(a))]).unwrap().agent.as_str(),
+                a
+            );
         }
-        assert_eq!(parse_with(&[(VAR_AUTONOMY, Some("prompt"))]).unwrap().autonomy, Autonomy::Prompt);
         assert_eq!(
-            parse_with(&[(VAR_MUTABILITY, Some("readonly"))]).unwrap().mutability,
+            parse_with(&[(VAR_AUTONOMY, Some("prompt"))])
+                .unwrap()
+                .autonomy,
+            Autonomy::Prompt
+        );
+        assert_eq!(
+            parse_with(&[(VAR_MUTABILITY, Some("readonly"))])
+                .unwrap()
+                .mutability,
             Mutability::Readonly
         );
-        assert_eq!(parse_with(&[(VAR_HOST_UID, Some("4294967294"))]).unwrap().host_uid, 4_294_967_294);
+        assert_eq!(
+            parse_with(&[(VAR_HOST_UID, Some("4294967294"))])
+                .unwrap()
+                .host_uid,
+            4_294_967_294
+        );
     }
 
     #[test]
@@ -439,30 +609,83 @@ mod tests {
     #[test]
     fn non_utf8_values_are_refused() {
         use std::os::unix::ffi::OsStrExt as _;
-        let mut env: Vec<(&OsStr, &OsStr)> =
-            base().iter().map(|(k, v)| (OsStr::new(*k), OsStr::new(*v))).collect();
+        let mut env: Vec<(&OsStr, &OsStr)> = base()
+            .iter()
+            .map(|(k, v)| (OsStr::new(*k), OsStr::new(*v)))
+            .collect();
         env.retain(|(k, _)| k.as_bytes() != VAR_AGENT.as_bytes());
         env.push((OsStr::new(VAR_AGENT), OsStr::from_bytes(b"cl\xffude")));
-        assert_eq!(parse_session_env(&env, TODAY).unwrap_err().code(), "env_not_unicode");
+        assert_eq!(
+            parse_session_env(&env, TODAY).unwrap_err().code(),
+            "env_not_unicode"
+        );
     }
 
     #[test]
     fn duplicate_managed_variables_are_refused() {
-        let mut env: Vec<(&OsStr, &OsStr)> =
-            base().iter().map(|(k, v)| (OsStr::new(*k), OsStr::new(*v))).collect();
+        let mut env: Vec<(&OsStr, &OsStr)> = base()
+            .iter()
+            .map(|(k, v)| (OsStr::new(*k), OsStr::new(*v)))
+            .collect();
         env.push((OsStr::new(VAR_AGENT), OsStr::new("codex")));
-        assert_eq!(parse_session_env(&env, TODAY).unwrap_err().code(), "env_duplicate");
+        assert_eq!(
+            parse_session_env(&env, TODAY).unwrap_err().code(),
+            "env_duplicate"
+        );
     }
 
     #[test]
     fn dates_convert_and_parse() {
-        assert_eq!(Date::from_unix_days(0), Date { year: 1970, month: 1, day: 1 });
-        assert_eq!(Date::from_unix_days(19_723), Date { year: 2024, month: 1, day: 1 });
-        assert_eq!(Date::from_unix_days(19_782), Date { year: 2024, month: 2, day: 29 });
-        assert_eq!(Date::parse("2024-02-29"), Some(Date { year: 2024, month: 2, day: 29 }));
-        for bad in ["2024-2-29", "2024/02/29", "2024-13-01", "2024-00-10", "20240229xx", "+024-02-29"] {
+        assert_eq!(
+            Date::from_unix_days(0),
+            Date {
+                year: 1970,
+                month: 1,
+                day: 1
+            }
+        );
+        assert_eq!(
+            Date::from_unix_days(19_723),
+            Date {
+                year: 2024,
+                month: 1,
+                day: 1
+            }
+        );
+        assert_eq!(
+            Date::from_unix_days(19_782),
+            Date {
+                year: 2024,
+                month: 2,
+                day: 29
+            }
+        );
+        assert_eq!(
+            Date::parse("2024-02-29"),
+            Some(Date {
+                year: 2024,
+                month: 2,
+                day: 29
+            })
+        );
+        for bad in [
+            "2024-2-29",
+            "2024/02/29",
+            "2024-13-01",
+            "2024-00-10",
+            "20240229xx",
+            "+024-02-29",
+        ] {
             assert_eq!(Date::parse(bad), None, "{bad}");
         }
-        assert_eq!(Date { year: 2026, month: 3, day: 4 }.to_string(), "2026-03-04");
+        assert_eq!(
+            Date {
+                year: 2026,
+                month: 3,
+                day: 4
+            }
+            .to_string(),
+            "2026-03-04"
+        );
     }
 }

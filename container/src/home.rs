@@ -64,7 +64,9 @@ pub struct HomeReport {
 }
 
 /// `(workspace files, target dir, target file)` for each agent.
-pub fn instruction_import(agent: Agent) -> Option<(&'static [&'static str], &'static str, &'static str)> {
+pub fn instruction_import(
+    agent: Agent,
+) -> Option<(&'static [&'static str], &'static str, &'static str)> {
     match agent {
         Agent::Codex => Some((&["AGENTS.md"], ".codex", "AGENTS.md")),
         Agent::Claude => Some((&["AGENTS.md", "CLAUDE.md"], ".claude", "CLAUDE.md")),
@@ -89,7 +91,12 @@ fn write_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> HomeError {
 }
 
 /// Creates (or opens) directory `name` in `parent`, mode 0700, owned by `owner`.
-fn make_dir(parent: BorrowedFd<'_>, name: &OsStr, owner: Option<(u32, u32)>, what: &str) -> Result<OwnedFd, HomeError> {
+fn make_dir(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    owner: Option<(u32, u32)>,
+    what: &str,
+) -> Result<OwnedFd, HomeError> {
     sys::mkdirat(parent, name, 0o700).map_err(write_err(what))?;
     let fd = sys::open_dir_at(parent, name).map_err(open_err(what))?;
     if let Some((uid, gid)) = owner {
@@ -103,31 +110,47 @@ fn list_dir(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
     // Reading a directory through /proc/self/fd of our own open fd: the fd pins the directory,
     // so a rename of the path cannot swap it.
     let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(dir));
-    let mut names: Vec<OsString> = std::fs::read_dir(path)?.map(|e| e.map(|e| e.file_name())).collect::<io::Result<_>>()?;
+    let mut names: Vec<OsString> = std::fs::read_dir(path)?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<io::Result<_>>()?;
     names.sort();
     Ok(names)
 }
 
-fn copy_tree(src: &OwnedFd, dst: &OwnedFd, depth: usize, rel: &str, ctx: &mut Ctx) -> Result<(), HomeError> {
+fn copy_tree(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    depth: usize,
+    rel: &str,
+    ctx: &mut Ctx,
+) -> Result<(), HomeError> {
     if depth > MAX_DEPTH {
         return Err(HomeError::TooDeep);
     }
     for name in list_dir(src).map_err(open_err(format!("baseline {rel}")))? {
         let what = format!("{rel}/{}", name.to_string_lossy());
-        let fd = sys::openat(src.as_fd(), &name, libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                HomeError::BaselineEntry { what: what.clone() }
-            } else {
-                HomeError::Open { what: what.clone(), source: e }
-            }
-        })?;
+        let fd =
+            sys::openat(src.as_fd(), &name, libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    HomeError::BaselineEntry { what: what.clone() }
+                } else {
+                    HomeError::Open {
+                        what: what.clone(),
+                        source: e,
+                    }
+                }
+            })?;
         let meta = sys::fstat(&fd).map_err(open_err(what.clone()))?;
         if meta.is_dir() {
             let sub = make_dir(dst.as_fd(), &name, ctx.owner, &what)?;
             copy_tree(&fd, &sub, depth + 1, &what, ctx)?;
         } else if meta.file_type().is_file() {
             let bytes = sys::read_limited(fd, MAX_FILE).map_err(open_err(what.clone()))?;
-            let new = sys::NewFile { mode: 0o600, owner: ctx.owner, no_replace: false };
+            let new = sys::NewFile {
+                mode: 0o600,
+                owner: ctx.owner,
+                no_replace: false,
+            };
             sys::write_atomic_at(dst.as_fd(), &name, &bytes, new).map_err(write_err(what))?;
             ctx.report.files_seeded += 1;
         } else {
@@ -138,9 +161,18 @@ fn copy_tree(src: &OwnedFd, dst: &OwnedFd, depth: usize, rel: &str, ctx: &mut Ct
 }
 
 /// Reads a workspace instruction file if it is a regular file reached without symlinks.
-fn read_workspace_file(ws: Option<&OwnedFd>, name: &str, report: &mut HomeReport) -> Option<Vec<u8>> {
+fn read_workspace_file(
+    ws: Option<&OwnedFd>,
+    name: &str,
+    report: &mut HomeReport,
+) -> Option<Vec<u8>> {
     let ws = ws?;
-    let fd = match sys::openat(ws.as_fd(), OsStr::new(name), libc::O_RDONLY | libc::O_NONBLOCK, 0) {
+    let fd = match sys::openat(
+        ws.as_fd(),
+        OsStr::new(name),
+        libc::O_RDONLY | libc::O_NONBLOCK,
+        0,
+    ) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return None,
         Err(_) => {
@@ -169,16 +201,29 @@ fn read_workspace_file(ws: Option<&OwnedFd>, name: &str, report: &mut HomeReport
 
 /// Builds the provider home and `/state/tmp`. `owner` is the mapped user when running as root
 /// (files are chowned before they become visible); `None` when already running as that user.
-pub fn seed_home(paths: &Paths, agent: Agent, owner: Option<(u32, u32)>) -> Result<HomeReport, HomeError> {
-    let state = sys::open_dir_nofollow(&paths.state).map_err(open_err(paths.state.display().to_string()))?;
-    let mut ctx = Ctx { owner, report: HomeReport::default() };
+pub fn seed_home(
+    paths: &Paths,
+    agent: Agent,
+    owner: Option<(u32, u32)>,
+) -> Result<HomeReport, HomeError> {
+    let state = sys::open_dir_nofollow(&paths.state)
+        .map_err(open_err(paths.state.display().to_string()))?;
+    let mut ctx = Ctx {
+        owner,
+        report: HomeReport::default(),
+    };
     let home = make_dir(state.as_fd(), OsStr::new("agent-home"), owner, "agent-home")?;
     make_dir(state.as_fd(), OsStr::new("tmp"), owner, "tmp")?;
 
     let baseline = match sys::open_dir_nofollow(&paths.baselines.join(agent.as_str())) {
         Ok(fd) => Some(fd),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
-        Err(source) => return Err(HomeError::Open { what: format!("baseline {agent}"), source }),
+        Err(source) => {
+            return Err(HomeError::Open {
+                what: format!("baseline {agent}"),
+                source,
+            })
+        }
     };
     if let Some(b) = &baseline {
         copy_tree(b, &home, 0, "", &mut ctx)?;
@@ -190,7 +235,14 @@ pub fn seed_home(paths: &Paths, agent: Agent, owner: Option<(u32, u32)>) -> Resu
         // The shipped instruction file (if any) comes first; it was already copied above.
         if let Some(b) = &baseline {
             let shipped = sys::open_dir_at(b.as_fd(), OsStr::new(dir))
-                .and_then(|d| sys::openat(d.as_fd(), OsStr::new(file), libc::O_RDONLY | libc::O_NONBLOCK, 0))
+                .and_then(|d| {
+                    sys::openat(
+                        d.as_fd(),
+                        OsStr::new(file),
+                        libc::O_RDONLY | libc::O_NONBLOCK,
+                        0,
+                    )
+                })
                 .and_then(|fd| sys::read_limited(fd, MAX_FILE));
             if let Ok(bytes) = shipped {
                 text.extend_from_slice(&bytes);
@@ -199,16 +251,27 @@ pub fn seed_home(paths: &Paths, agent: Agent, owner: Option<(u32, u32)>) -> Resu
         for src in sources {
             if let Some(bytes) = read_workspace_file(ws.as_ref(), src, &mut ctx.report) {
                 if !text.is_empty() && !text.ends_with(b"\n\n") {
-                    text.extend_from_slice(if text.ends_with(b"\n") { b"\n" } else { b"\n\n" });
+                    text.extend_from_slice(if text.ends_with(b"\n") {
+                        b"\n"
+                    } else {
+                        b"\n\n"
+                    });
                 }
-                text.extend_from_slice(format!("<!-- imported from /workspace/{src} -->\n").as_bytes());
+                text.extend_from_slice(
+                    format!("<!-- imported from /workspace/{src} -->\n").as_bytes(),
+                );
                 text.extend_from_slice(&bytes);
             }
         }
         if !text.is_empty() {
             let target = make_dir(home.as_fd(), OsStr::new(dir), owner, dir)?;
-            let new = sys::NewFile { mode: 0o600, owner, no_replace: false };
-            sys::write_atomic_at(target.as_fd(), OsStr::new(file), &text, new).map_err(write_err(format!("{dir}/{file}")))?;
+            let new = sys::NewFile {
+                mode: 0o600,
+                owner,
+                no_replace: false,
+            };
+            sys::write_atomic_at(target.as_fd(), OsStr::new(file), &text, new)
+                .map_err(write_err(format!("{dir}/{file}")))?;
         }
     }
     Ok(ctx.report)
@@ -231,8 +294,16 @@ mod tests {
         std::fs::create_dir_all(&p.state).unwrap();
         std::fs::create_dir_all(&p.workspace).unwrap();
         std::fs::create_dir_all(p.baselines.join("claude/.claude")).unwrap();
-        std::fs::write(p.baselines.join("claude/.claude/settings.json"), b"{\"managed\":true}").unwrap();
-        std::fs::write(p.baselines.join("claude/.claude/CLAUDE.md"), b"# Managed rules\n").unwrap();
+        std::fs::write(
+            p.baselines.join("claude/.claude/settings.json"),
+            b"{\"managed\":true}",
+        )
+        .unwrap();
+        std::fs::write(
+            p.baselines.join("claude/.claude/CLAUDE.md"),
+            b"# Managed rules\n",
+        )
+        .unwrap();
         std::fs::write(p.workspace.join("AGENTS.md"), b"agents text\n").unwrap();
         std::fs::write(p.workspace.join("CLAUDE.md"), b"claude text\n").unwrap();
         p
@@ -244,11 +315,22 @@ mod tests {
         let r = seed_home(&p, Agent::Claude, Some((4242, 4343))).unwrap();
         assert_eq!(r.imported, ["AGENTS.md", "CLAUDE.md"]);
         let home = p.agent_home();
-        assert_eq!(std::fs::read(home.join(".claude/settings.json")).unwrap(), b"{\"managed\":true}");
+        assert_eq!(
+            std::fs::read(home.join(".claude/settings.json")).unwrap(),
+            b"{\"managed\":true}"
+        );
         let md = std::fs::read_to_string(home.join(".claude/CLAUDE.md")).unwrap();
         assert!(md.starts_with("# Managed rules\n"), "{md}");
-        assert!(md.contains("agents text") && md.contains("claude text"), "{md}");
-        for f in [home.clone(), home.join(".claude"), home.join(".claude/CLAUDE.md"), p.agent_tmp()] {
+        assert!(
+            md.contains("agents text") && md.contains("claude text"),
+            "{md}"
+        );
+        for f in [
+            home.clone(),
+            home.join(".claude"),
+            home.join(".claude/CLAUDE.md"),
+            p.agent_tmp(),
+        ] {
             let m = std::fs::metadata(&f).unwrap();
             assert_eq!((m.uid(), m.gid()), (4242, 4343), "{f:?}");
             assert_eq!(m.mode() & 0o077, 0, "{f:?} private");
@@ -260,7 +342,11 @@ mod tests {
     fn each_agent_imports_its_own_files() {
         let cases = [
             (Agent::Codex, Some(".codex/AGENTS.md"), &["AGENTS.md"][..]),
-            (Agent::Gemini, Some(".gemini/GEMINI.md"), &["AGENTS.md", "GEMINI.md"][..]),
+            (
+                Agent::Gemini,
+                Some(".gemini/GEMINI.md"),
+                &["AGENTS.md", "GEMINI.md"][..],
+            ),
             (Agent::Copilot, None, &[][..]),
         ];
         for (agent, target, want) in cases {
@@ -295,15 +381,26 @@ mod tests {
         assert_eq!(std::fs::read(&secret).unwrap(), b"host secret");
         let md = std::fs::read_to_string(p.agent_home().join(".claude/CLAUDE.md")).unwrap();
         assert!(!md.contains("host secret"));
-        assert!(!std::fs::symlink_metadata(p.agent_home().join(".claude/settings.json")).unwrap().file_type().is_symlink());
+        assert!(
+            !std::fs::symlink_metadata(p.agent_home().join(".claude/settings.json"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         // A symlinked home directory is refused outright.
         std::fs::remove_dir_all(p.agent_home()).unwrap();
         std::os::unix::fs::symlink(&p.root, p.agent_home()).unwrap();
-        assert_eq!(seed_home(&p, Agent::Claude, None).unwrap_err().code(), "home_open_failed");
+        assert_eq!(
+            seed_home(&p, Agent::Claude, None).unwrap_err().code(),
+            "home_open_failed"
+        );
         // A symlink inside the shipped baseline is an error.
         std::fs::remove_file(p.agent_home()).unwrap();
         std::os::unix::fs::symlink(&secret, p.baselines.join("claude/.claude/evil")).unwrap();
-        assert_eq!(seed_home(&p, Agent::Claude, None).unwrap_err().code(), "home_baseline_invalid");
+        assert_eq!(
+            seed_home(&p, Agent::Claude, None).unwrap_err().code(),
+            "home_baseline_invalid"
+        );
         std::fs::remove_dir_all(&p.root).unwrap();
     }
 

@@ -60,7 +60,11 @@ pub enum ManifestError {
     #[error("control file {path} is not a regular file")]
     NotRegular { path: PathBuf },
     #[error("control file {path} was modified (sha256 {actual}, manifest {expected})")]
-    Modified { path: PathBuf, expected: String, actual: String },
+    Modified {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
     #[error("path {path} cannot appear in a manifest")]
     BadPath { path: PathBuf },
 }
@@ -90,7 +94,8 @@ pub struct Manifest {
 
 fn valid_image_path(p: &Path) -> bool {
     p.is_absolute()
-        && p.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
         && !p.as_os_str().as_encoded_bytes().contains(&b'\n')
         && p != Path::new("/")
 }
@@ -103,7 +108,11 @@ impl Manifest {
         for (i, line) in text.split_terminator('\n').enumerate() {
             let bad = || ManifestError::Malformed { line: i + 1 };
             let (digest, path) = line.split_once("  ").ok_or_else(bad)?;
-            if digest.len() != 64 || !digest.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+            if digest.len() != 64
+                || !digest
+                    .bytes()
+                    .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+            {
                 return Err(bad());
             }
             let path = PathBuf::from(path);
@@ -114,7 +123,9 @@ impl Manifest {
             entries.insert(path, digest.to_owned());
         }
         if !text.is_empty() && !text.ends_with('\n') {
-            return Err(ManifestError::Malformed { line: text.lines().count() });
+            return Err(ManifestError::Malformed {
+                line: text.lines().count(),
+            });
         }
         Ok(Self { entries })
     }
@@ -134,17 +145,27 @@ impl Manifest {
 
 /// Hashes a control file reached without following any symlink.
 fn hash_file(host_path: &Path, image_path: &Path) -> Result<String, ManifestError> {
-    let fd = sys::open_nofollow(host_path, libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(|source| {
-        if source.raw_os_error() == Some(libc::ENOENT) {
-            ManifestError::FileMissing { path: image_path.to_path_buf() }
-        } else {
-            ManifestError::FileUnreadable { path: image_path.to_path_buf(), source }
-        }
+    let fd =
+        sys::open_nofollow(host_path, libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(|source| {
+            if source.raw_os_error() == Some(libc::ENOENT) {
+                ManifestError::FileMissing {
+                    path: image_path.to_path_buf(),
+                }
+            } else {
+                ManifestError::FileUnreadable {
+                    path: image_path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+    let meta = sys::fstat(&fd).map_err(|source| ManifestError::FileUnreadable {
+        path: image_path.to_path_buf(),
+        source,
     })?;
-    let meta = sys::fstat(&fd)
-        .map_err(|source| ManifestError::FileUnreadable { path: image_path.to_path_buf(), source })?;
     if !meta.file_type().is_file() {
-        return Err(ManifestError::NotRegular { path: image_path.to_path_buf() });
+        return Err(ManifestError::NotRegular {
+            path: image_path.to_path_buf(),
+        });
     }
     let mut file = std::fs::File::from(fd);
     let mut hasher = Sha256::new();
@@ -152,7 +173,10 @@ fn hash_file(host_path: &Path, image_path: &Path) -> Result<String, ManifestErro
     loop {
         let n = file
             .read(&mut buf)
-            .map_err(|source| ManifestError::FileUnreadable { path: image_path.to_path_buf(), source })?;
+            .map_err(|source| ManifestError::FileUnreadable {
+                path: image_path.to_path_buf(),
+                source,
+            })?;
         if n == 0 {
             break;
         }
@@ -163,7 +187,10 @@ fn hash_file(host_path: &Path, image_path: &Path) -> Result<String, ManifestErro
 
 /// Builds the manifest for `image_paths` (absolute, image view) as found below `paths.root`.
 /// The image build calls this after installing every control-plane file.
-pub fn generate_manifest(paths: &Paths, image_paths: &[PathBuf]) -> Result<Manifest, ManifestError> {
+pub fn generate_manifest(
+    paths: &Paths,
+    image_paths: &[PathBuf],
+) -> Result<Manifest, ManifestError> {
     let mut manifest = Manifest::default();
     for p in image_paths {
         if !valid_image_path(p) {
@@ -190,25 +217,46 @@ pub struct ManifestReport {
 }
 
 /// Verifies the control plane against the manifest pinned by `expected_sha256`.
-pub fn verify_manifest(paths: &Paths, expected_sha256: &str) -> Result<ManifestReport, ManifestError> {
+pub fn verify_manifest(
+    paths: &Paths,
+    expected_sha256: &str,
+) -> Result<ManifestReport, ManifestError> {
     let mpath = paths.image_path(&paths.manifest);
-    let fd = sys::open_nofollow(&paths.manifest, libc::O_RDONLY | libc::O_NONBLOCK, 0)
-        .map_err(|source| ManifestError::ManifestUnreadable { path: mpath.clone(), source })?;
-    let meta = sys::fstat(&fd).map_err(|source| ManifestError::ManifestUnreadable { path: mpath.clone(), source })?;
+    let fd = sys::open_nofollow(&paths.manifest, libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(
+        |source| ManifestError::ManifestUnreadable {
+            path: mpath.clone(),
+            source,
+        },
+    )?;
+    let meta = sys::fstat(&fd).map_err(|source| ManifestError::ManifestUnreadable {
+        path: mpath.clone(),
+        source,
+    })?;
     if !meta.file_type().is_file() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
         return Err(ManifestError::ManifestUntrusted { path: mpath });
     }
-    let bytes = sys::read_limited(fd, MANIFEST_LIMIT)
-        .map_err(|source| ManifestError::ManifestUnreadable { path: mpath.clone(), source })?;
+    let bytes = sys::read_limited(fd, MANIFEST_LIMIT).map_err(|source| {
+        ManifestError::ManifestUnreadable {
+            path: mpath.clone(),
+            source,
+        }
+    })?;
     let actual = sha256_hex(&bytes);
     if actual != expected_sha256 {
-        return Err(ManifestError::DigestMismatch { expected: expected_sha256.to_owned(), actual });
+        return Err(ManifestError::DigestMismatch {
+            expected: expected_sha256.to_owned(),
+            actual,
+        });
     }
     let text = std::str::from_utf8(&bytes).map_err(|_| ManifestError::Malformed { line: 0 })?;
     let manifest = Manifest::parse(text)?;
 
     // Every required file must be listed, and verified first.
-    let mut required: Vec<PathBuf> = paths.required_control_files().iter().map(|p| paths.image_path(p)).collect();
+    let mut required: Vec<PathBuf> = paths
+        .required_control_files()
+        .iter()
+        .map(|p| paths.image_path(p))
+        .collect();
     for p in &required {
         if !manifest.entries.contains_key(p) {
             return Err(ManifestError::Incomplete { path: p.clone() });
@@ -221,14 +269,27 @@ pub fn verify_manifest(paths: &Paths, expected_sha256: &str) -> Result<ManifestR
     if manifest.entries.get(&preload_image) != Some(&preload_digest) {
         return Err(ManifestError::Modified {
             path: preload_image,
-            expected: manifest.entries.get(&paths.image_path(&paths.ld_so_preload())).cloned().unwrap_or_default(),
+            expected: manifest
+                .entries
+                .get(&paths.image_path(&paths.ld_so_preload()))
+                .cloned()
+                .unwrap_or_default(),
             actual: preload_digest,
         });
     }
-    let preload_fd = sys::open_nofollow(&paths.ld_so_preload(), libc::O_RDONLY | libc::O_NONBLOCK, 0)
-        .map_err(|source| ManifestError::FileUnreadable { path: preload_image.clone(), source })?;
-    let preload = sys::read_limited(preload_fd, MANIFEST_LIMIT)
-        .map_err(|source| ManifestError::FileUnreadable { path: preload_image.clone(), source })?;
+    let preload_fd =
+        sys::open_nofollow(&paths.ld_so_preload(), libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(
+            |source| ManifestError::FileUnreadable {
+                path: preload_image.clone(),
+                source,
+            },
+        )?;
+    let preload = sys::read_limited(preload_fd, MANIFEST_LIMIT).map_err(|source| {
+        ManifestError::FileUnreadable {
+            path: preload_image.clone(),
+            source,
+        }
+    })?;
     for lib in preload_libraries(&String::from_utf8_lossy(&preload)) {
         if !manifest.entries.contains_key(&lib) {
             return Err(ManifestError::Incomplete { path: lib });
@@ -239,10 +300,16 @@ pub fn verify_manifest(paths: &Paths, expected_sha256: &str) -> Result<ManifestR
     for (path, expected) in &manifest.entries {
         let actual = hash_file(&paths.host_path(path), path)?;
         if actual != *expected {
-            return Err(ManifestError::Modified { path: path.clone(), expected: expected.clone(), actual });
+            return Err(ManifestError::Modified {
+                path: path.clone(),
+                expected: expected.clone(),
+                actual,
+            });
         }
     }
-    Ok(ManifestReport { files_verified: manifest.entries.len() })
+    Ok(ManifestReport {
+        files_verified: manifest.entries.len(),
+    })
 }
 
 #[cfg(test)]
@@ -251,7 +318,8 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn image(tag: &str) -> (Paths, String) {
-        let d = std::env::temp_dir().join(format!("execguard-manifest-{tag}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("execguard-manifest-{tag}-{}", std::process::id()));
         let _ignored = std::fs::remove_dir_all(&d);
         let paths = Paths::under(&d);
         std::fs::create_dir_all(&paths.etc).unwrap();
@@ -290,29 +358,54 @@ mod tests {
     fn tampering_is_refused_with_a_stable_code() {
         type Tamper = fn(&Paths);
         let cases: [(&str, Tamper, &str); 7] = [
-            ("guard modified", |p| std::fs::write(&p.guard_library, b"evil").unwrap(), "control_file_modified"),
-            ("policy modified", |p| std::fs::write(p.etc.join("policy"), b"allow all").unwrap(), "control_file_modified"),
-            ("preload emptied", |p| std::fs::write(p.ld_so_preload(), b"").unwrap(), "control_file_modified"),
-            ("provider removed", |p| std::fs::remove_file(p.provider_bin()).unwrap(), "control_file_missing"),
+            (
+                "guard modified",
+                |p| std::fs::write(&p.guard_library, b"evil").unwrap(),
+                "control_file_modified",
+            ),
+            (
+                "policy modified",
+                |p| std::fs::write(p.etc.join("policy"), b"allow all").unwrap(),
+                "control_file_modified",
+            ),
+            (
+                "preload emptied",
+                |p| std::fs::write(p.ld_so_preload(), b"").unwrap(),
+                "control_file_modified",
+            ),
+            (
+                "provider removed",
+                |p| std::fs::remove_file(p.provider_bin()).unwrap(),
+                "control_file_missing",
+            ),
             (
                 "guard replaced by a symlink",
                 |p| {
-                    std::fs::rename(&p.guard_library, p.guard_library.with_extension("real")).unwrap();
-                    std::os::unix::fs::symlink(p.guard_library.with_extension("real"), &p.guard_library).unwrap();
+                    std::fs::rename(&p.guard_library, p.guard_library.with_extension("real"))
+                        .unwrap();
+                    std::os::unix::fs::symlink(
+                        p.guard_library.with_extension("real"),
+                        &p.guard_library,
+                    )
+                    .unwrap();
                 },
                 "control_file_unreadable",
             ),
             (
                 "manifest rewritten",
                 |p| {
-                    std::fs::set_permissions(&p.manifest, std::fs::Permissions::from_mode(0o644)).unwrap();
+                    std::fs::set_permissions(&p.manifest, std::fs::Permissions::from_mode(0o644))
+                        .unwrap();
                     std::fs::write(&p.manifest, b"").unwrap();
                 },
                 "manifest_digest_mismatch",
             ),
             (
                 "manifest group-writable",
-                |p| std::fs::set_permissions(&p.manifest, std::fs::Permissions::from_mode(0o664)).unwrap(),
+                |p| {
+                    std::fs::set_permissions(&p.manifest, std::fs::Permissions::from_mode(0o664))
+                        .unwrap()
+                },
                 "manifest_untrusted",
             ),
         ];
@@ -329,7 +422,11 @@ mod tests {
     fn an_incomplete_manifest_is_refused() {
         let (paths, _) = image("incomplete");
         // A manifest that omits the provider binary, pinned correctly, is still refused.
-        let listed = [paths.ld_so_preload(), paths.guard_library.clone(), paths.entrypoint_bin()];
+        let listed = [
+            paths.ld_so_preload(),
+            paths.guard_library.clone(),
+            paths.entrypoint_bin(),
+        ];
         let listed: Vec<PathBuf> = listed.iter().map(|p| paths.image_path(p)).collect();
         let text = generate_manifest(&paths, &listed).unwrap().render();
         std::fs::set_permissions(&paths.manifest, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -338,7 +435,11 @@ mod tests {
         assert_eq!(err.code(), "manifest_incomplete");
         // ld.so.preload naming an unlisted library is refused too.
         std::fs::write(paths.ld_so_preload(), "/tmp/evil.so\n").unwrap();
-        let all: Vec<PathBuf> = paths.required_control_files().iter().map(|p| paths.image_path(p)).collect();
+        let all: Vec<PathBuf> = paths
+            .required_control_files()
+            .iter()
+            .map(|p| paths.image_path(p))
+            .collect();
         let text = generate_manifest(&paths, &all).unwrap().render();
         std::fs::write(&paths.manifest, &text).unwrap();
         let err = verify_manifest(&paths, &sha256_hex(text.as_bytes())).unwrap_err();
@@ -364,6 +465,9 @@ mod tests {
         ] {
             assert!(Manifest::parse(&bad).is_err(), "{bad:?}");
         }
-        assert_eq!(preload_libraries("/a.so /b.so:/c.so\n"), vec![PathBuf::from("/a.so"), "/b.so".into(), "/c.so".into()]);
+        assert_eq!(
+            preload_libraries("/a.so /b.so:/c.so\n"),
+            vec![PathBuf::from("/a.so"), "/b.so".into(), "/c.so".into()]
+        );
     }
 }

@@ -85,7 +85,17 @@ impl Paths {
 
     /// Files that must be listed (and match) in the manifest, besides what it lists itself.
     pub fn required_control_files(&self) -> Vec<PathBuf> {
-        vec![self.ld_so_preload(), self.guard_library.clone(), self.entrypoint_bin(), self.provider_bin()]
+        vec![
+            self.ld_so_preload(),
+            self.guard_library.clone(),
+            self.entrypoint_bin(),
+            self.provider_bin(),
+        ]
+    }
+
+    /// The image's env policy file: extra variable names the provider may receive.
+    pub fn env_policy(&self) -> PathBuf {
+        self.etc.join("execguard/provider-env.allow")
     }
 
     /// Maps a path as written in the manifest (absolute, image view) to the host view.
@@ -123,15 +133,17 @@ mod tests {
         assert_eq!(p.agent_home(), Path::new(AGENT_HOME));
         assert_eq!(p.agent_tmp(), Path::new(AGENT_TMP));
         let t = Paths::under(Path::new("/tmp/x"));
-        assert_eq!(t.host_path(Path::new("/etc/ld.so.preload")), Path::new("/tmp/x/etc/ld.so.preload"));
-        assert_eq!(t.image_path(&t.ld_so_preload()), Path::new("/etc/ld.so.preload"));
-        assert_eq!(t.real_provider(Agent::Codex), Path::new("/tmp/x/usr/local/libexec/execguard/real/codex"));
-    }
-}
-
-impl Paths {
-    /// The image's env policy file: extra variable names the provider may receive.
-    pub fn env_policy(&self) -> PathBuf {
-        self.etc.join("execguard/provider-env.allow")
+        assert_eq!(
+            t.host_path(Path::new("/etc/ld.so.preload")),
+            Path::new("/tmp/x/etc/ld.so.preload")
+        );
+        assert_eq!(
+            t.image_path(&t.ld_so_preload()),
+            Path::new("/etc/ld.so.preload")
+        );
+        assert_eq!(
+            t.real_provider(Agent::Codex),
+            Path::new("/tmp/x/usr/local/libexec/execguard/real/codex")
+        );
     }
 }

@@ -45,7 +45,11 @@ pub struct CapSets {
 }
 
 impl CapSets {
-    pub const EMPTY: CapSets = CapSets { effective: 0, permitted: 0, inheritable: 0 };
+    pub const EMPTY: CapSets = CapSets {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    };
 }
 
 /// Privileged and read-back system calls used by the drop.
@@ -132,15 +136,36 @@ impl Syscall for LinuxSyscall {
     }
 
     fn set_capabilities(&self, caps: CapSets) -> io::Result<()> {
-        let (e, p, i) = (split(caps.effective), split(caps.permitted), split(caps.inheritable));
+        let (e, p, i) = (
+            split(caps.effective),
+            split(caps.permitted),
+            split(caps.inheritable),
+        );
         let data = [
-            CapData { effective: e[0], permitted: p[0], inheritable: i[0] },
-            CapData { effective: e[1], permitted: p[1], inheritable: i[1] },
+            CapData {
+                effective: e[0],
+                permitted: p[0],
+                inheritable: i[0],
+            },
+            CapData {
+                effective: e[1],
+                permitted: p[1],
+                inheritable: i[1],
+            },
         ];
-        let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+        let mut header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
         // SAFETY: version 3 takes a header and an array of exactly two CapData structs, both
         // live, correctly laid out (repr(C)) and only read by the kernel for this call.
-        let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) };
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_capset,
+                &mut header as *mut CapHeader,
+                data.as_ptr(),
+            )
+        };
         if rc < 0 {
             Err(io::Error::last_os_error())
         } else {
@@ -149,7 +174,12 @@ impl Syscall for LinuxSyscall {
     }
 
     fn clear_ambient_capabilities(&self) -> io::Result<()> {
-        prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0).map(drop)
+        prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+        )
+        .map(drop)
     }
 
     fn drop_bounding_capability(&self, cap: u32) -> io::Result<()> {
@@ -190,11 +220,20 @@ impl Syscall for LinuxSyscall {
     }
 
     fn get_capabilities(&self) -> io::Result<CapSets> {
-        let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+        let mut header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
         let mut data = [CapData::default(); 2];
         // SAFETY: version 3 writes exactly two CapData structs into `data`, which is live,
         // repr(C) and large enough; the header is live for the call.
-        let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) };
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_capget,
+                &mut header as *mut CapHeader,
+                data.as_mut_ptr(),
+            )
+        };
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -211,8 +250,12 @@ impl Syscall for LinuxSyscall {
     }
 
     fn is_ambient_capability_set(&self, cap: u32) -> io::Result<bool> {
-        prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_IS_SET as libc::c_ulong, libc::c_ulong::from(cap))
-            .map(|v| v == 1)
+        prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_IS_SET as libc::c_ulong,
+            libc::c_ulong::from(cap),
+        )
+        .map(|v| v == 1)
     }
 
     fn get_no_new_privs(&self) -> io::Result<bool> {
@@ -298,7 +341,11 @@ impl PrivError {
 }
 
 /// Drops every privilege in the documented order, then verifies with [`verify_dropped`].
-pub fn drop_privileges(sys: &dyn Syscall, target: Target, start: Start) -> Result<DropReport, PrivError> {
+pub fn drop_privileges(
+    sys: &dyn Syscall,
+    target: Target,
+    start: Start,
+) -> Result<DropReport, PrivError> {
     if target.uid == 0 || target.gid == 0 {
         return Err(PrivError::TargetIsRoot);
     }
@@ -311,19 +358,30 @@ pub fn drop_privileges(sys: &dyn Syscall, target: Target, start: Start) -> Resul
         // setresuid cleared the effective set; CAP_SETPCAP is needed for PR_CAPBSET_DROP.
         let caps = sys.get_capabilities().map_err(PrivError::ReadBack)?;
         if caps.permitted & bit(CAP_SETPCAP) != 0 {
-            let raised = CapSets { effective: bit(CAP_SETPCAP), permitted: caps.permitted, inheritable: 0 };
-            sys.set_capabilities(raised).map_err(PrivError::SetCapabilities)?;
+            let raised = CapSets {
+                effective: bit(CAP_SETPCAP),
+                permitted: caps.permitted,
+                inheritable: 0,
+            };
+            sys.set_capabilities(raised)
+                .map_err(PrivError::SetCapabilities)?;
         }
     }
-    sys.clear_ambient_capabilities().map_err(PrivError::ClearAmbient)?;
+    sys.clear_ambient_capabilities()
+        .map_err(PrivError::ClearAmbient)?;
     let mut bounding_dropped = 0;
     for cap in 0..=last {
-        if sys.is_bounding_capability_set(cap).map_err(PrivError::ReadBack)? {
-            sys.drop_bounding_capability(cap).map_err(|source| PrivError::DropBounding { cap, source })?;
+        if sys
+            .is_bounding_capability_set(cap)
+            .map_err(PrivError::ReadBack)?
+        {
+            sys.drop_bounding_capability(cap)
+                .map_err(|source| PrivError::DropBounding { cap, source })?;
             bounding_dropped += 1;
         }
     }
-    sys.set_capabilities(CapSets::EMPTY).map_err(PrivError::SetCapabilities)?;
+    sys.set_capabilities(CapSets::EMPTY)
+        .map_err(PrivError::SetCapabilities)?;
     if start == Start::Root {
         sys.set_keep_caps(false).map_err(PrivError::SetKeepCaps)?;
     }
@@ -357,10 +415,16 @@ pub fn verify_dropped(sys: &dyn Syscall, target: Target) -> Result<DropReport, P
     }
     let last = sys.last_capability().map_err(PrivError::ReadBack)?;
     for cap in 0..=last {
-        if sys.is_bounding_capability_set(cap).map_err(PrivError::ReadBack)? {
+        if sys
+            .is_bounding_capability_set(cap)
+            .map_err(PrivError::ReadBack)?
+        {
             return fail(format!("capability {cap} in the bounding set"));
         }
-        if sys.is_ambient_capability_set(cap).map_err(PrivError::ReadBack)? {
+        if sys
+            .is_ambient_capability_set(cap)
+            .map_err(PrivError::ReadBack)?
+        {
             return fail(format!("capability {cap} in the ambient set"));
         }
     }
@@ -374,7 +438,13 @@ pub fn verify_dropped(sys: &dyn Syscall, target: Target) -> Result<DropReport, P
     if sys.set_groups(&[0]).is_ok() {
         return fail("setgroups([0]) succeeded".to_owned());
     }
-    Ok(DropReport { uid: target.uid, gid: target.gid, bounding_dropped: 0, no_new_privs: true, previous_umask: 0 })
+    Ok(DropReport {
+        uid: target.uid,
+        gid: target.gid,
+        bounding_dropped: 0,
+        no_new_privs: true,
+        previous_umask: 0,
+    })
 }
 
 /// A stateful recording double that models the kernel rules the drop depends on.
@@ -411,7 +481,11 @@ impl RecordingSyscall {
             uid: [0; 3],
             gid: [0; 3],
             groups: vec![0],
-            caps: CapSets { effective: caps, permitted: caps, inheritable: 0 },
+            caps: CapSets {
+                effective: caps,
+                permitted: caps,
+                inheritable: 0,
+            },
             bounding: caps,
             ambient: 0,
             keep_caps: false,
@@ -427,7 +501,11 @@ impl RecordingSyscall {
         {
             let mut m = s.state.borrow_mut();
             let caps = bit(CAP_SETUID) | bit(CAP_SETGID);
-            m.caps = CapSets { effective: caps, permitted: caps, inheritable: 0 };
+            m.caps = CapSets {
+                effective: caps,
+                permitted: caps,
+                inheritable: 0,
+            };
             m.bounding = caps;
         }
         s
@@ -450,7 +528,12 @@ impl RecordingSyscall {
     }
 
     fn with(model: Model) -> Self {
-        Self { state: RefCell::new(model), calls: RefCell::new(Vec::new()), fail_on: None, broken_setuid: false }
+        Self {
+            state: RefCell::new(model),
+            calls: RefCell::new(Vec::new()),
+            fail_on: None,
+            broken_setuid: false,
+        }
     }
 
     /// Makes the named call fail with EPERM.
@@ -465,7 +548,11 @@ impl RecordingSyscall {
     }
 
     fn record(&self, name: &'static str, detail: String) -> io::Result<()> {
-        self.calls.borrow_mut().push(if detail.is_empty() { name.to_owned() } else { format!("{name}({detail})") });
+        self.calls.borrow_mut().push(if detail.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{name}({detail})")
+        });
         if self.fail_on == Some(name) {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
@@ -527,7 +614,13 @@ impl Syscall for RecordingSyscall {
     }
 
     fn set_capabilities(&self, caps: CapSets) -> io::Result<()> {
-        self.record("set_capabilities", format!("e={:#x},p={:#x},i={:#x}", caps.effective, caps.permitted, caps.inheritable))?;
+        self.record(
+            "set_capabilities",
+            format!(
+                "e={:#x},p={:#x},i={:#x}",
+                caps.effective, caps.permitted, caps.inheritable
+            ),
+        )?;
         let mut m = self.state.borrow_mut();
         if caps.permitted & !m.caps.permitted != 0 || caps.effective & !caps.permitted != 0 {
             return Err(Self::eperm());
@@ -600,13 +693,25 @@ impl Syscall for RecordingSyscall {
 mod tests {
     use super::*;
 
-    const T: Target = Target { uid: 1000, gid: 1001 };
+    const T: Target = Target {
+        uid: 1000,
+        gid: 1001,
+    };
 
     #[test]
     fn root_drop_runs_in_the_documented_order_and_reports_what_it_enforced() {
         let sys = RecordingSyscall::container_root();
         let report = drop_privileges(&sys, T, Start::Root).unwrap();
-        assert_eq!(report, DropReport { uid: 1000, gid: 1001, bounding_dropped: 3, no_new_privs: true, previous_umask: 0o022 });
+        assert_eq!(
+            report,
+            DropReport {
+                uid: 1000,
+                gid: 1001,
+                bounding_dropped: 3,
+                no_new_privs: true,
+                previous_umask: 0o022
+            }
+        );
         let calls = sys.calls();
         let want = [
             "set_keep_caps(true)",
@@ -644,8 +749,16 @@ mod tests {
             let sys = RecordingSyscall::container_root().failing_on(call);
             let err = drop_privileges(&sys, T, Start::Root).expect_err(call);
             assert_eq!(err.code(), code, "{call}: {err}");
-            assert_eq!(sys.calls().last().map(|c| c.split('(').next().unwrap().to_owned()), Some(call.to_owned()));
-            assert!(!sys.calls().iter().any(|c| c.starts_with("set_umask")), "{call}: stopped before umask");
+            assert_eq!(
+                sys.calls()
+                    .last()
+                    .map(|c| c.split('(').next().unwrap().to_owned()),
+                Some(call.to_owned())
+            );
+            assert!(
+                !sys.calls().iter().any(|c| c.starts_with("set_umask")),
+                "{call}: stopped before umask"
+            );
         }
     }
 
@@ -653,14 +766,26 @@ mod tests {
     fn without_setpcap_the_bounding_set_cannot_be_cleared_and_the_drop_is_refused() {
         let sys = RecordingSyscall::container_root_without_setpcap();
         let err = drop_privileges(&sys, T, Start::Root).unwrap_err();
-        assert!(matches!(err, PrivError::DropBounding { cap: CAP_SETGID, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                PrivError::DropBounding {
+                    cap: CAP_SETGID,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_root_target_is_refused_before_any_call() {
         let sys = RecordingSyscall::container_root();
         for t in [Target { uid: 0, gid: 5 }, Target { uid: 5, gid: 0 }] {
-            assert_eq!(drop_privileges(&sys, t, Start::Root).unwrap_err().code(), "drop_target_root");
+            assert_eq!(
+                drop_privileges(&sys, t, Start::Root).unwrap_err().code(),
+                "drop_target_root"
+            );
         }
         assert!(sys.calls().is_empty());
     }
@@ -686,7 +811,12 @@ mod tests {
     fn verification_catches_each_leftover() {
         // Wrong user: an unprivileged start as another uid.
         let sys = RecordingSyscall::unprivileged(1002, 1001);
-        assert_eq!(drop_privileges(&sys, T, Start::Unprivileged).unwrap_err().code(), "privilege_regainable");
+        assert_eq!(
+            drop_privileges(&sys, T, Start::Unprivileged)
+                .unwrap_err()
+                .code(),
+            "privilege_regainable"
+        );
         // A kernel that would let setresuid(0) succeed.
         let mut sys = RecordingSyscall::container_root();
         sys.broken_setuid = true;
@@ -699,6 +829,9 @@ mod tests {
         // Unprivileged start with a non-empty bounding set and no CAP_SETPCAP: refused.
         let sys = RecordingSyscall::unprivileged(1000, 1001);
         sys.state.borrow_mut().bounding = bit(CAP_SETUID);
-        assert!(matches!(drop_privileges(&sys, T, Start::Unprivileged), Err(PrivError::DropBounding { .. })));
+        assert!(matches!(
+            drop_privileges(&sys, T, Start::Unprivileged),
+            Err(PrivError::DropBounding { .. })
+        ));
     }
 }

@@ -49,23 +49,41 @@ pub fn parse_environ(block: &[u8]) -> Vec<(OsString, OsString)> {
         .filter(|e| !e.is_empty())
         .filter_map(|e| {
             let eq = e.iter().position(|b| *b == b'=')?;
-            Some((OsStr::from_bytes(&e[..eq]).to_owned(), OsStr::from_bytes(&e[eq + 1..]).to_owned()))
+            Some((
+                OsStr::from_bytes(&e[..eq]).to_owned(),
+                OsStr::from_bytes(&e[eq + 1..]).to_owned(),
+            ))
         })
         .collect()
 }
 
 /// The session: trusted state, or (read-only sessions) the entrypoint's environment.
-fn session_state(paths: &Paths, entrypoint: i32, today: Date) -> Result<RuntimeState, (&'static str, String)> {
+fn session_state(
+    paths: &Paths,
+    entrypoint: i32,
+    today: Date,
+) -> Result<RuntimeState, (&'static str, String)> {
     if let Some(state) = load_state(paths).map_err(|e| (e.code(), e.to_string()))? {
         return Ok(state);
     }
     let path = std::path::PathBuf::from(format!("/proc/{entrypoint}/environ"));
-    let block = std::fs::read(&path).map_err(|e| ("state_missing", format!("no runtime state and {path:?}: {e}")))?;
+    let block = std::fs::read(&path).map_err(|e| {
+        (
+            "state_missing",
+            format!("no runtime state and {path:?}: {e}"),
+        )
+    })?;
     let env = parse_environ(&block);
-    let pairs: Vec<(&OsStr, &OsStr)> = env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())).collect();
+    let pairs: Vec<(&OsStr, &OsStr)> = env
+        .iter()
+        .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+        .collect();
     let s = parse_session_env(&pairs, today).map_err(|e| (e.code(), e.detail().to_owned()))?;
     if s.mutability != Mutability::Readonly {
-        return Err(("state_missing", "an ephemeral session must have root-owned runtime state".to_owned()));
+        return Err((
+            "state_missing",
+            "an ephemeral session must have root-owned runtime state".to_owned(),
+        ));
     }
     Ok(RuntimeState {
         agent: s.agent,
@@ -80,7 +98,10 @@ fn session_state(paths: &Paths, entrypoint: i32, today: Date) -> Result<RuntimeS
 pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today: Date) -> i32 {
     // SAFETY: umask cannot fail and takes a plain integer.
     unsafe { libc::umask(0o077) };
-    let chain_fd = env.iter().find(|(k, _)| k == chain::VAR_CHAIN_FD).map(|(_, v)| v.as_os_str());
+    let chain_fd = env
+        .iter()
+        .find(|(k, _)| k == chain::VAR_CHAIN_FD)
+        .map(|(_, v)| v.as_os_str());
     let entrypoint = match chain::verify_started_by_entrypoint(chain_fd, sys::getppid()) {
         Ok(pid) => pid,
         Err(e) => return refuse(e.code(), e),
@@ -108,7 +129,12 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
         }
     }
     let program = paths.real_provider(state.agent);
-    let err = Command::new(&program).arg0(state.agent.as_str()).args(argv).env_clear().envs(child_env).exec();
+    let err = Command::new(&program)
+        .arg0(state.agent.as_str())
+        .args(argv)
+        .env_clear()
+        .envs(child_env)
+        .exec();
     eprintln!("{NAME}: failed to exec {}: {err}", program.display());
     if err.kind() == std::io::ErrorKind::NotFound {
         EXIT_NOT_FOUND
@@ -124,12 +150,31 @@ mod tests {
     #[test]
     fn environ_blocks_parse() {
         let env = parse_environ(b"A=1\0B=x=y\0\0NOEQ\0C=\0");
-        assert_eq!(env, vec![("A".into(), "1".into()), ("B".into(), "x=y".into()), ("C".into(), "".into())]);
+        assert_eq!(
+            env,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "x=y".into()),
+                ("C".into(), "".into())
+            ]
+        );
     }
 
     #[test]
     fn a_start_outside_the_chain_is_refused() {
         let paths = Paths::under(std::path::Path::new("/nonexistent-execguard-root"));
-        assert_eq!(run(&paths, &[], &[], Date { year: 2026, month: 1, day: 1 }), 2);
+        assert_eq!(
+            run(
+                &paths,
+                &[],
+                &[],
+                Date {
+                    year: 2026,
+                    month: 1,
+                    day: 1
+                }
+            ),
+            2
+        );
     }
 }

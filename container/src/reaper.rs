@@ -56,7 +56,9 @@ impl Init {
         let subreaper = crate::sys::getpid() != 1;
         if subreaper {
             // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag; no pointers.
-            check(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) })?;
+            check(unsafe {
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0)
+            })?;
         }
         let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
         // SAFETY: sigfillset initialises the whole set it is given; it is read only afterwards.
@@ -102,7 +104,11 @@ impl Init {
                 }
                 let mut empty = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
                 check(libc::sigemptyset(empty.as_mut_ptr()))?;
-                check(libc::sigprocmask(libc::SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut()))
+                check(libc::sigprocmask(
+                    libc::SIG_SETMASK,
+                    empty.as_ptr(),
+                    std::ptr::null_mut(),
+                ))
             });
         }
         let child = cmd.spawn()?;
@@ -113,7 +119,10 @@ impl Init {
     /// The PID 1 loop: forwards every received signal to `child`, reaps all exited processes,
     /// returns the exit code of `child` once it is gone.
     pub fn wait_and_forward(&self, child: libc::pid_t) -> io::Result<i32> {
-        let timeout = libc::timespec { tv_sec: 1, tv_nsec: 0 };
+        let timeout = libc::timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
         loop {
             let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::uninit();
             // SAFETY: `self.set` is an initialised set, `info` has room for one siginfo_t and
@@ -160,7 +169,11 @@ fn reap_all(child: libc::pid_t) -> io::Result<Option<i32>> {
         }
         if pid < 0 {
             let err = io::Error::last_os_error();
-            return if err.raw_os_error() == Some(libc::ECHILD) { Ok(result.or(Some(1))) } else { Err(err) };
+            return if err.raw_os_error() == Some(libc::ECHILD) {
+                Ok(result.or(Some(1)))
+            } else {
+                Err(err)
+            };
         }
         if pid == child {
             result = Some(exit_code(status));
@@ -189,7 +202,13 @@ mod tests {
         assert_eq!(exit_code(255 << 8), 255);
         assert_eq!(exit_code(libc::SIGTERM), 128 + 15);
         assert_eq!(exit_code(libc::SIGKILL), 137);
-        assert_eq!(spawn_failure_code(&io::Error::from(io::ErrorKind::NotFound)), 127);
-        assert_eq!(spawn_failure_code(&io::Error::from_raw_os_error(libc::EACCES)), 126);
+        assert_eq!(
+            spawn_failure_code(&io::Error::from(io::ErrorKind::NotFound)),
+            127
+        );
+        assert_eq!(
+            spawn_failure_code(&io::Error::from_raw_os_error(libc::EACCES)),
+            126
+        );
     }
 }

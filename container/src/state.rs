@@ -46,7 +46,9 @@ impl Reduction {
     }
 
     fn from_name(s: &str) -> Option<Self> {
-        [Self::Breakglass, Self::ArbitraryCommand].into_iter().find(|r| r.as_str() == s)
+        [Self::Breakglass, Self::ArbitraryCommand]
+            .into_iter()
+            .find(|r| r.as_str() == s)
     }
 }
 
@@ -58,7 +60,9 @@ pub struct Assurance {
 
 impl Assurance {
     pub fn managed() -> Self {
-        Self { reductions: Vec::new() }
+        Self {
+            reductions: Vec::new(),
+        }
     }
 
     pub fn new(mut reductions: Vec<Reduction>) -> Self {
@@ -80,7 +84,10 @@ impl Assurance {
             return Some(Self::managed());
         }
         let list = s.strip_prefix("reduced:")?;
-        let reductions = list.split(',').map(Reduction::from_name).collect::<Option<Vec<_>>>()?;
+        let reductions = list
+            .split(',')
+            .map(Reduction::from_name)
+            .collect::<Option<Vec<_>>>()?;
         let parsed = Self::new(reductions);
         (parsed.to_string() == s).then_some(parsed)
     }
@@ -137,7 +144,10 @@ pub enum StateError {
     #[error("runtime state {file} was already written")]
     AlreadyWritten { file: &'static str },
     #[error("failed to write runtime state {file}: {source}")]
-    Write { file: &'static str, source: io::Error },
+    Write {
+        file: &'static str,
+        source: io::Error,
+    },
     #[error("runtime state {file} holds an invalid value")]
     Invalid { file: &'static str },
 }
@@ -160,18 +170,29 @@ fn ensure_root_dir(
     name: &OsStr,
     what: &str,
 ) -> Result<std::os::fd::OwnedFd, StateError> {
-    let created = sys::mkdirat(parent, name, 0o755)
-        .map_err(|source| StateError::Create { what: what.to_owned(), source })?;
-    let fd = sys::open_dir_at(parent, name)
-        .map_err(|source| StateError::Open { what: what.to_owned(), source })?;
+    let created = sys::mkdirat(parent, name, 0o755).map_err(|source| StateError::Create {
+        what: what.to_owned(),
+        source,
+    })?;
+    let fd = sys::open_dir_at(parent, name).map_err(|source| StateError::Open {
+        what: what.to_owned(),
+        source,
+    })?;
     if created {
         // mkdir honours the umask; set the exact mode on the fd we hold.
-        sys::fchmod(fd.as_fd(), 0o755)
-            .map_err(|source| StateError::Create { what: what.to_owned(), source })?;
+        sys::fchmod(fd.as_fd(), 0o755).map_err(|source| StateError::Create {
+            what: what.to_owned(),
+            source,
+        })?;
     }
-    let meta = sys::fstat(&fd).map_err(|source| StateError::Open { what: what.to_owned(), source })?;
+    let meta = sys::fstat(&fd).map_err(|source| StateError::Open {
+        what: what.to_owned(),
+        source,
+    })?;
     if !sys::is_root_owned_not_shared(&meta) {
-        return Err(StateError::Untrusted { what: what.to_owned() });
+        return Err(StateError::Untrusted {
+            what: what.to_owned(),
+        });
     }
     Ok(fd)
 }
@@ -180,13 +201,24 @@ fn ensure_root_dir(
 pub fn write_state(paths: &Paths, state: &RuntimeState) -> Result<(), StateError> {
     let run = paths.run_dir.display().to_string();
     let (parent, run_name) =
-        sys::open_parent(&paths.run_dir).map_err(|source| StateError::Open { what: run.clone(), source })?;
+        sys::open_parent(&paths.run_dir).map_err(|source| StateError::Open {
+            what: run.clone(),
+            source,
+        })?;
     let run_fd = ensure_root_dir(parent.as_fd(), run_name, &run)?;
-    let dir = ensure_root_dir(run_fd.as_fd(), OsStr::new("state"), &paths.state_dir().display().to_string())?;
+    let dir = ensure_root_dir(
+        run_fd.as_fd(),
+        OsStr::new("state"),
+        &paths.state_dir().display().to_string(),
+    )?;
     for (file, value) in state.files() {
         let mut line = value.into_bytes();
         line.push(b'\n');
-        let new = sys::NewFile { mode: 0o444, owner: Some((0, 0)), no_replace: true };
+        let new = sys::NewFile {
+            mode: 0o444,
+            owner: Some((0, 0)),
+            no_replace: true,
+        };
         sys::write_atomic_at(dir.as_fd(), OsStr::new(file), &line, new).map_err(|source| {
             if source.raw_os_error() == Some(libc::EEXIST) {
                 StateError::AlreadyWritten { file }
@@ -198,16 +230,33 @@ pub fn write_state(paths: &Paths, state: &RuntimeState) -> Result<(), StateError
     Ok(())
 }
 
-fn read_trusted(dir: std::os::fd::BorrowedFd<'_>, file: &'static str) -> Result<String, StateError> {
-    let fd = sys::openat(dir, OsStr::new(file), libc::O_RDONLY | libc::O_NONBLOCK, 0)
-        .map_err(|source| StateError::Open { what: file.to_owned(), source })?;
-    let meta = sys::fstat(&fd).map_err(|source| StateError::Open { what: file.to_owned(), source })?;
+fn read_trusted(
+    dir: std::os::fd::BorrowedFd<'_>,
+    file: &'static str,
+) -> Result<String, StateError> {
+    let fd = sys::openat(dir, OsStr::new(file), libc::O_RDONLY | libc::O_NONBLOCK, 0).map_err(
+        |source| StateError::Open {
+            what: file.to_owned(),
+            source,
+        },
+    )?;
+    let meta = sys::fstat(&fd).map_err(|source| StateError::Open {
+        what: file.to_owned(),
+        source,
+    })?;
     if !meta.file_type().is_file() || meta.uid() != 0 || meta.mode() & 0o222 != 0 {
-        return Err(StateError::Untrusted { what: file.to_owned() });
+        return Err(StateError::Untrusted {
+            what: file.to_owned(),
+        });
     }
-    let bytes = sys::read_limited(fd, 256).map_err(|source| StateError::Open { what: file.to_owned(), source })?;
+    let bytes = sys::read_limited(fd, 256).map_err(|source| StateError::Open {
+        what: file.to_owned(),
+        source,
+    })?;
     let text = String::from_utf8(bytes).map_err(|_| StateError::Invalid { file })?;
-    let value = text.strip_suffix('\n').ok_or(StateError::Invalid { file })?;
+    let value = text
+        .strip_suffix('\n')
+        .ok_or(StateError::Invalid { file })?;
     if value.contains('\n') {
         return Err(StateError::Invalid { file });
     }
@@ -223,7 +272,10 @@ pub fn load_state(paths: &Paths) -> Result<Option<RuntimeState>, StateError> {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
         Err(source) => return Err(StateError::Open { what, source }),
     };
-    let meta = sys::fstat(&dir).map_err(|source| StateError::Open { what: what.clone(), source })?;
+    let meta = sys::fstat(&dir).map_err(|source| StateError::Open {
+        what: what.clone(),
+        source,
+    })?;
     if !sys::is_root_owned_not_shared(&meta) {
         return Err(StateError::Untrusted { what });
     }
@@ -235,10 +287,17 @@ pub fn load_state(paths: &Paths) -> Result<Option<RuntimeState>, StateError> {
     let assurance = read_trusted(d, FILE_ASSURANCE)?;
     Ok(Some(RuntimeState {
         agent: Agent::from_name(&agent).ok_or(StateError::Invalid { file: FILE_AGENT })?,
-        profile: Profile::from_name(profile.as_bytes()).ok_or(StateError::Invalid { file: FILE_PROFILE })?,
-        autonomy: Autonomy::from_name(&autonomy).ok_or(StateError::Invalid { file: FILE_AUTONOMY })?,
-        mutability: Mutability::from_name(&mutability).ok_or(StateError::Invalid { file: FILE_MUTABILITY })?,
-        assurance: Assurance::parse(&assurance).ok_or(StateError::Invalid { file: FILE_ASSURANCE })?,
+        profile: Profile::from_name(profile.as_bytes())
+            .ok_or(StateError::Invalid { file: FILE_PROFILE })?,
+        autonomy: Autonomy::from_name(&autonomy).ok_or(StateError::Invalid {
+            file: FILE_AUTONOMY,
+        })?,
+        mutability: Mutability::from_name(&mutability).ok_or(StateError::Invalid {
+            file: FILE_MUTABILITY,
+        })?,
+        assurance: Assurance::parse(&assurance).ok_or(StateError::Invalid {
+            file: FILE_ASSURANCE,
+        })?,
     }))
 }
 
@@ -266,10 +325,22 @@ mod tests {
 
     #[test]
     fn assurance_round_trips_and_rejects_noise() {
-        for s in ["managed", "reduced:breakglass", "reduced:arbitrary-command", "reduced:breakglass,arbitrary-command"] {
+        for s in [
+            "managed",
+            "reduced:breakglass",
+            "reduced:arbitrary-command",
+            "reduced:breakglass,arbitrary-command",
+        ] {
             assert_eq!(Assurance::parse(s).unwrap().to_string(), s);
         }
-        for bad in ["", "Managed", "reduced:", "reduced:other", "reduced:arbitrary-command,breakglass", "managed "] {
+        for bad in [
+            "",
+            "Managed",
+            "reduced:",
+            "reduced:other",
+            "reduced:arbitrary-command,breakglass",
+            "managed ",
+        ] {
             assert!(Assurance::parse(bad).is_none(), "{bad}");
         }
     }
@@ -283,11 +354,20 @@ mod tests {
         write_state(&paths, &sample()).unwrap();
         let dir_meta = std::fs::metadata(paths.state_dir()).unwrap();
         assert_eq!(dir_meta.mode() & 0o7777, 0o755);
-        for f in [FILE_AGENT, FILE_PROFILE, FILE_AUTONOMY, FILE_MUTABILITY, FILE_ASSURANCE] {
+        for f in [
+            FILE_AGENT,
+            FILE_PROFILE,
+            FILE_AUTONOMY,
+            FILE_MUTABILITY,
+            FILE_ASSURANCE,
+        ] {
             let m = std::fs::metadata(paths.state_dir().join(f)).unwrap();
             assert_eq!((m.uid(), m.gid(), m.mode() & 0o7777), (0, 0, 0o444), "{f}");
         }
-        assert_eq!(std::fs::read_to_string(paths.state_dir().join("profile")).unwrap(), "development\n");
+        assert_eq!(
+            std::fs::read_to_string(paths.state_dir().join("profile")).unwrap(),
+            "development\n"
+        );
         assert_eq!(load_state(&paths).unwrap(), Some(sample()));
         let again = write_state(&paths, &sample()).unwrap_err();
         assert_eq!(again.code(), "state_already_written");
@@ -299,9 +379,11 @@ mod tests {
         let paths = temp_paths("untrusted");
         write_state(&paths, &sample()).unwrap();
         // A group-writable directory could have its files replaced: refuse it.
-        std::fs::set_permissions(paths.state_dir(), std::fs::Permissions::from_mode(0o775)).unwrap();
+        std::fs::set_permissions(paths.state_dir(), std::fs::Permissions::from_mode(0o775))
+            .unwrap();
         assert_eq!(load_state(&paths).unwrap_err().code(), "state_untrusted");
-        std::fs::set_permissions(paths.state_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(paths.state_dir(), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
         // A file not owned by root is refused.
         std::os::unix::fs::chown(paths.state_dir().join("profile"), Some(1000), None).unwrap();
         assert_eq!(load_state(&paths).unwrap_err().code(), "state_untrusted");
@@ -324,7 +406,11 @@ mod tests {
         let paths = temp_paths("invalid");
         write_state(&paths, &sample()).unwrap();
         let dir = sys::open_dir_nofollow(&paths.state_dir()).unwrap();
-        let new = sys::NewFile { mode: 0o444, owner: Some((0, 0)), no_replace: false };
+        let new = sys::NewFile {
+            mode: 0o444,
+            owner: Some((0, 0)),
+            no_replace: false,
+        };
         sys::write_atomic_at(dir.as_fd(), OsStr::new("profile"), b"permissive\n", new).unwrap();
         assert_eq!(load_state(&paths).unwrap_err().code(), "state_invalid");
         std::fs::remove_dir_all(&paths.root).unwrap();

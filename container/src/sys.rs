@@ -16,7 +16,12 @@ fn cstring(name: &OsStr) -> io::Result<CString> {
 }
 
 /// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)` for a single path component.
-pub fn openat(dir: BorrowedFd<'_>, name: &OsStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+pub fn openat(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    flags: libc::c_int,
+    mode: u32,
+) -> io::Result<OwnedFd> {
     if name.is_empty() || name.as_bytes().contains(&b'/') || name == ".." {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -61,7 +66,12 @@ pub fn open_dir_nofollow(path: &Path) -> io::Result<OwnedFd> {
 fn open_root() -> io::Result<OwnedFd> {
     let c = CString::new("/").map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -137,9 +147,21 @@ pub fn unlinkat(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
 pub fn renameat(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr, no_replace: bool) -> io::Result<()> {
     let f = cstring(from)?;
     let t = cstring(to)?;
-    let flags = if no_replace { libc::RENAME_NOREPLACE } else { 0 };
+    let flags = if no_replace {
+        libc::RENAME_NOREPLACE
+    } else {
+        0
+    };
     // SAFETY: both names are NUL-terminated and outlive the call; `dir` is a live borrowed fd.
-    let rc = unsafe { libc::renameat2(dir.as_raw_fd(), f.as_ptr(), dir.as_raw_fd(), t.as_ptr(), flags) };
+    let rc = unsafe {
+        libc::renameat2(
+            dir.as_raw_fd(),
+            f.as_ptr(),
+            dir.as_raw_fd(),
+            t.as_ptr(),
+            flags,
+        )
+    };
     if rc == 0 {
         Ok(())
     } else {
@@ -188,13 +210,23 @@ pub struct NewFile {
 /// Writes `contents` to `name` in `dir` atomically: a temporary file created with
 /// `O_CREAT|O_EXCL|O_NOFOLLOW`, fully written, chmod/chown-ed and fsync-ed, then renamed into
 /// place. Readers see the old file or the complete new one, never a partial one.
-pub fn write_atomic_at(dir: BorrowedFd<'_>, name: &OsStr, contents: &[u8], new: NewFile) -> io::Result<()> {
+pub fn write_atomic_at(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    contents: &[u8],
+    new: NewFile,
+) -> io::Result<()> {
     let mut tmp = std::ffi::OsString::from(".");
     tmp.push(name);
     tmp.push(format!(".tmp{}", std::process::id()));
     // A stale temporary from an earlier crash is removed (unlinkat never follows symlinks).
     unlinkat(dir, &tmp)?;
-    let fd = openat(dir, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)?;
+    let fd = openat(
+        dir,
+        &tmp,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+        0o600,
+    )?;
     let mut file = File::from(fd);
     let result = (|| {
         file.write_all(contents)?;
@@ -271,7 +303,10 @@ mod tests {
         std::os::unix::fs::symlink(d.join("real/file"), d.join("real/flink")).unwrap();
         assert!(open_nofollow(&d.join("real/file"), libc::O_RDONLY, 0).is_ok());
         let mid = open_nofollow(&d.join("link/file"), libc::O_RDONLY, 0).unwrap_err();
-        assert!(matches!(mid.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)), "{mid}");
+        assert!(
+            matches!(mid.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)),
+            "{mid}"
+        );
         let last = open_nofollow(&d.join("real/flink"), libc::O_RDONLY, 0).unwrap_err();
         assert_eq!(last.raw_os_error(), Some(libc::ELOOP));
         assert!(open_nofollow(Path::new("relative"), libc::O_RDONLY, 0).is_err());
@@ -285,16 +320,33 @@ mod tests {
         std::fs::write(d.join("victim"), b"keep").unwrap();
         std::os::unix::fs::symlink(d.join("victim"), d.join("target")).unwrap();
         let dir = open_dir_nofollow(&d).unwrap();
-        let new = NewFile { mode: 0o444, owner: None, no_replace: false };
+        let new = NewFile {
+            mode: 0o444,
+            owner: None,
+            no_replace: false,
+        };
         write_atomic_at(dir.as_fd(), OsStr::new("target"), b"new\n", new).unwrap();
         assert_eq!(std::fs::read(d.join("victim")).unwrap(), b"keep");
         assert_eq!(std::fs::read(d.join("target")).unwrap(), b"new\n");
-        assert!(!std::fs::symlink_metadata(d.join("target")).unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::metadata(d.join("target")).unwrap().mode() & 0o777, 0o444);
-        let once = NewFile { no_replace: true, ..new };
+        assert!(!std::fs::symlink_metadata(d.join("target"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::metadata(d.join("target")).unwrap().mode() & 0o777,
+            0o444
+        );
+        let once = NewFile {
+            no_replace: true,
+            ..new
+        };
         let err = write_atomic_at(dir.as_fd(), OsStr::new("target"), b"again", once).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EEXIST));
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 2, "no temporary left behind");
+        assert_eq!(
+            std::fs::read_dir(&d).unwrap().count(),
+            2,
+            "no temporary left behind"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -23,7 +23,9 @@ pub fn sanitize_user_name(raw: &str) -> String {
             break;
         }
         let c = c.to_ascii_lowercase();
-        let ok = c.is_ascii_lowercase() || c == '_' || (!out.is_empty() && (c.is_ascii_digit() || c == '-'));
+        let ok = c.is_ascii_lowercase()
+            || c == '_'
+            || (!out.is_empty() && (c.is_ascii_digit() || c == '-'));
         out.push(if ok { c } else { '_' });
     }
     let trimmed = out.trim_matches('_');
@@ -50,9 +52,15 @@ pub struct MappedUser {
 #[non_exhaustive]
 pub enum UserError {
     #[error("failed to read {file}: {source}")]
-    Read { file: &'static str, source: io::Error },
+    Read {
+        file: &'static str,
+        source: io::Error,
+    },
     #[error("failed to write {file}: {source}")]
-    Write { file: &'static str, source: io::Error },
+    Write {
+        file: &'static str,
+        source: io::Error,
+    },
     #[error("{file} is malformed")]
     Malformed { file: &'static str },
     #[error("no free name for uid/gid {id}")]
@@ -87,14 +95,24 @@ fn read_db(etc: &Path, file: &'static str) -> Result<Option<DbFile>, UserError> 
     if !meta.file_type().is_file() {
         return Err(UserError::Malformed { file });
     }
-    let bytes = sys::read_limited(fd, 16 << 20).map_err(|source| UserError::Read { file, source })?;
+    let bytes =
+        sys::read_limited(fd, 16 << 20).map_err(|source| UserError::Read { file, source })?;
     let text = String::from_utf8(bytes).map_err(|_| UserError::Malformed { file })?;
-    Ok(Some(DbFile { text, uid: meta.uid(), gid: meta.gid(), mode: meta.mode() & 0o7777 }))
+    Ok(Some(DbFile {
+        text,
+        uid: meta.uid(),
+        gid: meta.gid(),
+        mode: meta.mode() & 0o7777,
+    }))
 }
 
 fn write_db(etc: &Path, file: &'static str, db: &DbFile, text: &str) -> Result<(), UserError> {
     let dir = sys::open_dir_nofollow(etc).map_err(|source| UserError::Write { file, source })?;
-    let new = sys::NewFile { mode: db.mode, owner: Some((db.uid, db.gid)), no_replace: false };
+    let new = sys::NewFile {
+        mode: db.mode,
+        owner: Some((db.uid, db.gid)),
+        no_replace: false,
+    };
     sys::write_atomic_at(dir.as_fd(), file.as_ref(), text.as_bytes(), new)
         .map_err(|source| UserError::Write { file, source })
 }
@@ -102,18 +120,28 @@ fn write_db(etc: &Path, file: &'static str, db: &DbFile, text: &str) -> Result<(
 /// `(name, id)` of each entry (field 3 = id for passwd and group).
 fn entries(text: &str, file: &'static str) -> Result<Vec<(String, u32)>, UserError> {
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         let mut f = line.split(':');
         let name = f.next().ok_or(UserError::Malformed { file })?;
         let _password = f.next().ok_or(UserError::Malformed { file })?;
-        let id = f.next().and_then(|s| s.parse::<u32>().ok()).ok_or(UserError::Malformed { file })?;
+        let id = f
+            .next()
+            .and_then(|s| s.parse::<u32>().ok())
+            .ok_or(UserError::Malformed { file })?;
         out.push((name.to_owned(), id));
     }
     Ok(out)
 }
 
 /// Picks the name for `id`: an existing entry with that id wins; else `wanted`, else `u<id>`.
-fn choose_name(existing: &[(String, u32)], wanted: &str, id: u32) -> Result<(String, bool), UserError> {
+fn choose_name(
+    existing: &[(String, u32)],
+    wanted: &str,
+    id: u32,
+) -> Result<(String, bool), UserError> {
     if let Some((name, _)) = existing.iter().find(|(_, i)| *i == id) {
         return Ok((name.clone(), false));
     }
@@ -163,7 +191,12 @@ fn lock_shadow(text: &str, user: &str) -> Option<String> {
 }
 
 /// Adds (or reuses) passwd/group/shadow entries for `uid`/`gid` under `etc`.
-pub fn add_mapped_user(etc: &Path, wanted: &str, uid: u32, gid: u32) -> Result<MappedUser, UserError> {
+pub fn add_mapped_user(
+    etc: &Path,
+    wanted: &str,
+    uid: u32,
+    gid: u32,
+) -> Result<MappedUser, UserError> {
     let wanted = sanitize_user_name(wanted);
 
     let group_db = read_db(etc, "group")?.ok_or(UserError::Malformed { file: "group" })?;
@@ -176,8 +209,14 @@ pub fn add_mapped_user(etc: &Path, wanted: &str, uid: u32, gid: u32) -> Result<M
     let passwd_db = read_db(etc, "passwd")?.ok_or(UserError::Malformed { file: "passwd" })?;
     let (user, user_added) = choose_name(&entries(&passwd_db.text, "passwd")?, &wanted, uid)?;
     if user_added {
-        let line = format!("{user}:x:{uid}:{gid}:execguard mapped user:{AGENT_HOME}:{MAPPED_SHELL}");
-        write_db(etc, "passwd", &passwd_db, &append_line(&passwd_db.text, &line))?;
+        let line =
+            format!("{user}:x:{uid}:{gid}:execguard mapped user:{AGENT_HOME}:{MAPPED_SHELL}");
+        write_db(
+            etc,
+            "passwd",
+            &passwd_db,
+            &append_line(&passwd_db.text, &line),
+        )?;
     }
 
     if let Some(shadow_db) = read_db(etc, "shadow")? {
@@ -185,7 +224,12 @@ pub fn add_mapped_user(etc: &Path, wanted: &str, uid: u32, gid: u32) -> Result<M
             write_db(etc, "shadow", &shadow_db, &text)?;
         }
     }
-    Ok(MappedUser { user, group, user_added, group_added })
+    Ok(MappedUser {
+        user,
+        group,
+        user_added,
+        group_added,
+    })
 }
 
 #[cfg(test)]
@@ -208,7 +252,10 @@ mod tests {
             ("123", "agent"),
             ("a\nb", "a_b"),
             ("user.name-2", "user_name-2"),
-            ("abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz012345"),
+            (
+                "abcdefghijklmnopqrstuvwxyz0123456789",
+                "abcdefghijklmnopqrstuvwxyz012345",
+            ),
         ];
         for (raw, want) in cases {
             assert_eq!(sanitize_user_name(raw), want, "{raw:?}");
@@ -219,9 +266,17 @@ mod tests {
         let d = std::env::temp_dir().join(format!("execguard-user-{tag}-{}", std::process::id()));
         let _ignored = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("passwd"), "root:x:0:0:root:/root:/bin/bash\nnode:x:1000:1000::/home/node:/bin/bash\n").unwrap();
+        std::fs::write(
+            d.join("passwd"),
+            "root:x:0:0:root:/root:/bin/bash\nnode:x:1000:1000::/home/node:/bin/bash\n",
+        )
+        .unwrap();
         std::fs::write(d.join("group"), "root:x:0:\nnode:x:1000:\n").unwrap();
-        std::fs::write(d.join("shadow"), "root:*:19000:0:99999:7:::\nnode::19000:0:99999:7:::\n").unwrap();
+        std::fs::write(
+            d.join("shadow"),
+            "root:*:19000:0:99999:7:::\nnode::19000:0:99999:7:::\n",
+        )
+        .unwrap();
         std::fs::set_permissions(d.join("shadow"), std::fs::Permissions::from_mode(0o640)).unwrap();
         d
     }
@@ -230,14 +285,29 @@ mod tests {
     fn a_new_uid_gets_locked_entries_and_files_keep_their_mode() {
         let etc = temp_etc("new");
         let m = add_mapped_user(&etc, "Jane", 4242, 4343).unwrap();
-        assert_eq!(m, MappedUser { user: "jane".into(), group: "jane".into(), user_added: true, group_added: true });
+        assert_eq!(
+            m,
+            MappedUser {
+                user: "jane".into(),
+                group: "jane".into(),
+                user_added: true,
+                group_added: true
+            }
+        );
         let passwd = std::fs::read_to_string(etc.join("passwd")).unwrap();
-        assert!(passwd.ends_with("jane:x:4242:4343:execguard mapped user:/state/agent-home:/bin/bash\n"), "{passwd}");
+        assert!(
+            passwd
+                .ends_with("jane:x:4242:4343:execguard mapped user:/state/agent-home:/bin/bash\n"),
+            "{passwd}"
+        );
         let group = std::fs::read_to_string(etc.join("group")).unwrap();
         assert!(group.ends_with("jane:x:4343:\n"));
         let shadow = std::fs::read_to_string(etc.join("shadow")).unwrap();
         assert!(shadow.lines().any(|l| l == "jane:!:::::::"), "{shadow}");
-        assert_eq!(std::fs::metadata(etc.join("shadow")).unwrap().mode() & 0o777, 0o640);
+        assert_eq!(
+            std::fs::metadata(etc.join("shadow")).unwrap().mode() & 0o777,
+            0o640
+        );
         // Idempotent: a second run reuses the entries.
         let again = add_mapped_user(&etc, "Jane", 4242, 4343).unwrap();
         assert!(!again.user_added && !again.group_added);
@@ -251,8 +321,14 @@ mod tests {
         let m = add_mapped_user(&etc, "someone", 1000, 1000).unwrap();
         assert_eq!((m.user.as_str(), m.user_added), ("node", false));
         let shadow = std::fs::read_to_string(etc.join("shadow")).unwrap();
-        assert!(shadow.lines().any(|l| l == "node:!:19000:0:99999:7:::"), "{shadow}");
-        assert!(!shadow.lines().any(|l| l.split(':').nth(1) == Some("")), "no empty password: {shadow}");
+        assert!(
+            shadow.lines().any(|l| l == "node:!:19000:0:99999:7:::"),
+            "{shadow}"
+        );
+        assert!(
+            !shadow.lines().any(|l| l.split(':').nth(1) == Some("")),
+            "no empty password: {shadow}"
+        );
         std::fs::remove_dir_all(&etc).unwrap();
     }
 
@@ -269,7 +345,10 @@ mod tests {
         let etc = temp_etc("link");
         std::fs::rename(etc.join("passwd"), etc.join("passwd.real")).unwrap();
         std::os::unix::fs::symlink(etc.join("passwd.real"), etc.join("passwd")).unwrap();
-        assert_eq!(add_mapped_user(&etc, "x", 5000, 5000).unwrap_err().code(), "user_db_read_failed");
+        assert_eq!(
+            add_mapped_user(&etc, "x", 5000, 5000).unwrap_err().code(),
+            "user_db_read_failed"
+        );
         std::fs::remove_dir_all(&etc).unwrap();
     }
 }

@@ -4,37 +4,140 @@ use super::{identity, never, Arity, FlagRule, Spec, SubcommandRule, Verdict};
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule { names: &["-h", "--help"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-v", "--version"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-p", "--print"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--verbose"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-d", "--debug"], arity: Arity::Optional, verdict: Verdict::Allow },
-        FlagRule { names: &["--mcp-debug"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-c", "--continue"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-r", "--resume"], arity: Arity::Optional, verdict: Verdict::Allow },
-        FlagRule { names: &["--fork-session"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--session-id"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--model", "--fallback-model"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--output-format", "--input-format"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--include-partial-messages", "--replay-user-messages"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--json-schema"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--max-turns", "--max-budget-usd"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--ide"], arity: Arity::None, verdict: Verdict::Allow },
-        // Restrictive: these can only remove tools or servers.
-        FlagRule { names: &["--disallowedTools", "--disallowed-tools"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--strict-mcp-config"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--permission-mode"], arity: Arity::Required, verdict: Verdict::Managed },
         FlagRule {
-            names: &["--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"],
+            names: &["-h", "--help"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-v", "--version"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-p", "--print"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--verbose"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-d", "--debug"],
+            arity: Arity::Optional,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--mcp-debug"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-c", "--continue"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-r", "--resume"],
+            arity: Arity::Optional,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--fork-session"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--session-id"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--model", "--fallback-model"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--output-format", "--input-format"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--include-partial-messages", "--replay-user-messages"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--json-schema"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--max-turns", "--max-budget-usd"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--ide"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        // Restrictive: these can only remove tools or servers.
+        FlagRule {
+            names: &["--disallowedTools", "--disallowed-tools"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--strict-mcp-config"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--permission-mode"],
+            arity: Arity::Required,
+            verdict: Verdict::Managed,
+        },
+        FlagRule {
+            names: &[
+                "--dangerously-skip-permissions",
+                "--allow-dangerously-skip-permissions",
+            ],
             arity: Arity::None,
             verdict: Verdict::Dangerous("skips permission checks"),
         },
-        FlagRule { names: &["--allowedTools", "--allowed-tools"], arity: Arity::Required, verdict: Verdict::Dangerous("pre-approves tools") },
-        FlagRule { names: &["--add-dir"], arity: Arity::Required, verdict: Verdict::Dangerous("widens the accessible roots") },
-        FlagRule { names: &["--mcp-config"], arity: Arity::Required, verdict: Verdict::Dangerous("adds MCP servers") },
-        FlagRule { names: &["--plugin-dir", "--plugin-url"], arity: Arity::Required, verdict: Verdict::Dangerous("loads plugins") },
-        FlagRule { names: &["--settings", "--setting-sources"], arity: Arity::Required, verdict: Verdict::Dangerous("replaces managed settings") },
-        FlagRule { names: &["--agents"], arity: Arity::Required, verdict: Verdict::Dangerous("defines agents with their own tools") },
+        FlagRule {
+            names: &["--allowedTools", "--allowed-tools"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("pre-approves tools"),
+        },
+        FlagRule {
+            names: &["--add-dir"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("widens the accessible roots"),
+        },
+        FlagRule {
+            names: &["--mcp-config"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("adds MCP servers"),
+        },
+        FlagRule {
+            names: &["--plugin-dir", "--plugin-url"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("loads plugins"),
+        },
+        FlagRule {
+            names: &["--settings", "--setting-sources"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("replaces managed settings"),
+        },
+        FlagRule {
+            names: &["--agents"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("defines agents with their own tools"),
+        },
         FlagRule {
             names: &["--permission-prompt-tool"],
             arity: Arity::Required,
@@ -47,10 +150,23 @@ pub(crate) static SPEC: Spec = Spec {
         ("--dangerously", "disables a safety mechanism"),
     ],
     subcommands: &[
-        SubcommandRule { name: "doctor", only: None },
-        SubcommandRule { name: "mcp", only: Some(&["list", "get"]) },
+        SubcommandRule {
+            name: "doctor",
+            only: None,
+        },
+        SubcommandRule {
+            name: "mcp",
+            only: Some(&["list", "get"]),
+        },
     ],
-    refused_subcommands: &["install", "update", "config", "plugin", "migrate-installer", "setup-token"],
+    refused_subcommands: &[
+        "install",
+        "update",
+        "config",
+        "plugin",
+        "migrate-installer",
+        "setup-token",
+    ],
     normalize: identity,
     dangerous_name: never,
 };
@@ -101,7 +217,10 @@ mod tests {
                 (&["--permission-prompt-tool", "mcp__x__y"], "dangerous_flag"),
                 (&["--permission-mode", "bypassPermissions"], "managed_flag"),
                 (&["--permission-mode=plan"], "managed_flag"),
-                (&["--model", "--dangerously-skip-permissions"], "missing_value"),
+                (
+                    &["--model", "--dangerously-skip-permissions"],
+                    "missing_value",
+                ),
                 (&["-p", "-x"], "unknown_flag"),
                 (&["--print=yes"], "refused_value"),
             ],

@@ -1,6 +1,8 @@
 //! Codex CLI (clap): exact long names, `-c key=value` overrides checked against a key allow-list.
 
-use super::{identity, never, Arity, Ctx, FlagRule, ProviderRefusal, Spec, SubcommandRule, Verdict};
+use super::{
+    identity, never, Arity, Ctx, FlagRule, ProviderRefusal, Spec, SubcommandRule, Verdict,
+};
 
 /// `-c`/`--config` keys a session may override (after normalisation, and also under
 /// `profiles.<name>.`). Everything else — sandbox, approval, MCP, notify, tools, providers,
@@ -18,14 +20,22 @@ const CONFIG_KEYS: &[&str] = &[
 /// Normalises a config key: whitespace and quotes around dotted segments removed, lower-cased.
 pub(crate) fn normalize_key(raw: &str) -> String {
     raw.split('.')
-        .map(|seg| seg.trim().trim_matches(|c| c == '"' || c == '\'').trim().to_ascii_lowercase())
+        .map(|seg| {
+            seg.trim()
+                .trim_matches(|c| c == '"' || c == '\'')
+                .trim()
+                .to_ascii_lowercase()
+        })
         .collect::<Vec<_>>()
         .join(".")
 }
 
 fn check_config(flag: &str, value: &str, _ctx: &Ctx) -> Result<(), ProviderRefusal> {
     let Some((raw_key, _)) = value.split_once('=') else {
-        return Err(ProviderRefusal::RefusedValue { flag: flag.to_owned(), value: value.to_owned() });
+        return Err(ProviderRefusal::RefusedValue {
+            flag: flag.to_owned(),
+            value: value.to_owned(),
+        });
     };
     let key = normalize_key(raw_key);
     let effective = match key.strip_prefix("profiles.") {
@@ -42,7 +52,10 @@ fn check_config(flag: &str, value: &str, _ctx: &Ctx) -> Result<(), ProviderRefus
 fn check_sandbox(flag: &str, value: &str, _ctx: &Ctx) -> Result<(), ProviderRefusal> {
     match value {
         "read-only" | "workspace-write" => Ok(()),
-        _ => Err(ProviderRefusal::RefusedValue { flag: flag.to_owned(), value: value.to_owned() }),
+        _ => Err(ProviderRefusal::RefusedValue {
+            flag: flag.to_owned(),
+            value: value.to_owned(),
+        }),
     }
 }
 
@@ -50,66 +63,214 @@ fn check_profile(flag: &str, value: &str, ctx: &Ctx) -> Result<(), ProviderRefus
     if value == ctx.profile.as_str() {
         Ok(())
     } else {
-        Err(ProviderRefusal::RefusedValue { flag: flag.to_owned(), value: value.to_owned() })
+        Err(ProviderRefusal::RefusedValue {
+            flag: flag.to_owned(),
+            value: value.to_owned(),
+        })
     }
 }
 
 /// True when the user named a profile (which must then be the session's, see `check_profile`).
 pub(crate) fn names_profile(user: &[&str]) -> bool {
     let mut it = user.iter().take_while(|a| **a != "--");
-    it.any(|a| *a == "-p" || *a == "--profile" || a.starts_with("--profile=") || a.starts_with("-p="))
+    it.any(|a| {
+        *a == "-p" || *a == "--profile" || a.starts_with("--profile=") || a.starts_with("-p=")
+    })
 }
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule { names: &["-h", "--help"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-V", "--version"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-m", "--model"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-i", "--image"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--oss"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--local-provider"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--no-alt-screen"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--json", "--experimental-json"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--color"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-o", "--output-last-message"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--output-schema"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--skip-git-repo-check"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--last", "--all"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-c", "--config"], arity: Arity::Required, verdict: Verdict::Check(check_config) },
-        FlagRule { names: &["-s", "--sandbox"], arity: Arity::Required, verdict: Verdict::Check(check_sandbox) },
-        FlagRule { names: &["-p", "--profile"], arity: Arity::Required, verdict: Verdict::Check(check_profile) },
-        FlagRule { names: &["-a", "--ask-for-approval"], arity: Arity::Required, verdict: Verdict::Managed },
+        FlagRule {
+            names: &["-h", "--help"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-V", "--version"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-m", "--model"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-i", "--image"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--oss"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--local-provider"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--no-alt-screen"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--json", "--experimental-json"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--color"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-o", "--output-last-message"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--output-schema"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--skip-git-repo-check"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--last", "--all"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-c", "--config"],
+            arity: Arity::Required,
+            verdict: Verdict::Check(check_config),
+        },
+        FlagRule {
+            names: &["-s", "--sandbox"],
+            arity: Arity::Required,
+            verdict: Verdict::Check(check_sandbox),
+        },
+        FlagRule {
+            names: &["-p", "--profile"],
+            arity: Arity::Required,
+            verdict: Verdict::Check(check_profile),
+        },
+        FlagRule {
+            names: &["-a", "--ask-for-approval"],
+            arity: Arity::Required,
+            verdict: Verdict::Managed,
+        },
         FlagRule {
             names: &["--dangerously-bypass-approvals-and-sandbox", "--yolo"],
             arity: Arity::None,
             verdict: Verdict::Dangerous("disables approvals and the sandbox"),
         },
-        FlagRule { names: &["--full-auto"], arity: Arity::None, verdict: Verdict::Dangerous("overrides the managed approval policy") },
-        FlagRule { names: &["--search"], arity: Arity::None, verdict: Verdict::Dangerous("enables live web search") },
-        FlagRule { names: &["--add-dir"], arity: Arity::Required, verdict: Verdict::Dangerous("widens the writable roots") },
-        FlagRule { names: &["-C", "--cd"], arity: Arity::Required, verdict: Verdict::Dangerous("moves the working root") },
-        FlagRule { names: &["--remote", "--remote-auth-token-env"], arity: Arity::Required, verdict: Verdict::Dangerous("connects to a remote") },
-        FlagRule { names: &["--enable", "--disable"], arity: Arity::Required, verdict: Verdict::Dangerous("toggles features") },
+        FlagRule {
+            names: &["--full-auto"],
+            arity: Arity::None,
+            verdict: Verdict::Dangerous("overrides the managed approval policy"),
+        },
+        FlagRule {
+            names: &["--search"],
+            arity: Arity::None,
+            verdict: Verdict::Dangerous("enables live web search"),
+        },
+        FlagRule {
+            names: &["--add-dir"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("widens the writable roots"),
+        },
+        FlagRule {
+            names: &["-C", "--cd"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("moves the working root"),
+        },
+        FlagRule {
+            names: &["--remote", "--remote-auth-token-env"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("connects to a remote"),
+        },
+        FlagRule {
+            names: &["--enable", "--disable"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("toggles features"),
+        },
     ],
     dangerous_prefixes: &[("--dangerously", "disables a safety mechanism")],
     subcommands: &[
-        SubcommandRule { name: "exec", only: None },
-        SubcommandRule { name: "e", only: None },
-        SubcommandRule { name: "review", only: None },
-        SubcommandRule { name: "login", only: None },
-        SubcommandRule { name: "logout", only: None },
-        SubcommandRule { name: "completion", only: None },
-        SubcommandRule { name: "doctor", only: None },
-        SubcommandRule { name: "apply", only: None },
-        SubcommandRule { name: "a", only: None },
-        SubcommandRule { name: "resume", only: None },
-        SubcommandRule { name: "fork", only: None },
-        SubcommandRule { name: "archive", only: None },
-        SubcommandRule { name: "unarchive", only: None },
-        SubcommandRule { name: "delete", only: None },
-        SubcommandRule { name: "help", only: None },
-        SubcommandRule { name: "execpolicy", only: None },
-        SubcommandRule { name: "features", only: Some(&["list"]) },
+        SubcommandRule {
+            name: "exec",
+            only: None,
+        },
+        SubcommandRule {
+            name: "e",
+            only: None,
+        },
+        SubcommandRule {
+            name: "review",
+            only: None,
+        },
+        SubcommandRule {
+            name: "login",
+            only: None,
+        },
+        SubcommandRule {
+            name: "logout",
+            only: None,
+        },
+        SubcommandRule {
+            name: "completion",
+            only: None,
+        },
+        SubcommandRule {
+            name: "doctor",
+            only: None,
+        },
+        SubcommandRule {
+            name: "apply",
+            only: None,
+        },
+        SubcommandRule {
+            name: "a",
+            only: None,
+        },
+        SubcommandRule {
+            name: "resume",
+            only: None,
+        },
+        SubcommandRule {
+            name: "fork",
+            only: None,
+        },
+        SubcommandRule {
+            name: "archive",
+            only: None,
+        },
+        SubcommandRule {
+            name: "unarchive",
+            only: None,
+        },
+        SubcommandRule {
+            name: "delete",
+            only: None,
+        },
+        SubcommandRule {
+            name: "help",
+            only: None,
+        },
+        SubcommandRule {
+            name: "execpolicy",
+            only: None,
+        },
+        SubcommandRule {
+            name: "features",
+            only: Some(&["list"]),
+        },
     ],
     refused_subcommands: &[
         "plugin",
@@ -144,7 +305,17 @@ mod tests {
             Agent::Codex,
             &[
                 (&["exec", "fix it"], "ok"),
-                (&["exec", "--json", "-m", "o4-mini", "--skip-git-repo-check", "fix it"], "ok"),
+                (
+                    &[
+                        "exec",
+                        "--json",
+                        "-m",
+                        "o4-mini",
+                        "--skip-git-repo-check",
+                        "fix it",
+                    ],
+                    "ok",
+                ),
                 (&["resume", "--last"], "ok"),
                 (&["review"], "ok"),
                 (&["features", "list"], "ok"),
@@ -156,20 +327,41 @@ mod tests {
                 (&["--profile", "yolo"], "refused_value"),
                 (&["-s", "danger-full-access"], "refused_value"),
                 (&["--sandbox=danger-full-access"], "refused_value"),
-                (&["-c", "sandbox_mode=danger-full-access"], "refused_config_key"),
+                (
+                    &["-c", "sandbox_mode=danger-full-access"],
+                    "refused_config_key",
+                ),
                 (&["-c", "approval_policy=never"], "refused_config_key"),
                 (&["-c", "notify=[\"curl\",\"evil\"]"], "refused_config_key"),
                 (&["-c", "tools.web_search=true"], "refused_config_key"),
-                (&["-c", "model_providers.evil.base_url=http://x"], "refused_config_key"),
+                (
+                    &["-c", "model_providers.evil.base_url=http://x"],
+                    "refused_config_key",
+                ),
                 (&["-c", "mcp_servers.x.command=sh"], "refused_config_key"),
-                (&["-c", "profiles.strict.sandbox_mode=danger-full-access"], "refused_config_key"),
-                (&["-c", "Sandbox_Mode=danger-full-access"], "refused_config_key"),
-                (&["-c", "'shell_environment_policy'.inherit=all"], "refused_config_key"),
-                (&["--config=project_doc_fallback_filenames=[\"x\"]"], "refused_config_key"),
+                (
+                    &["-c", "profiles.strict.sandbox_mode=danger-full-access"],
+                    "refused_config_key",
+                ),
+                (
+                    &["-c", "Sandbox_Mode=danger-full-access"],
+                    "refused_config_key",
+                ),
+                (
+                    &["-c", "'shell_environment_policy'.inherit=all"],
+                    "refused_config_key",
+                ),
+                (
+                    &["--config=project_doc_fallback_filenames=[\"x\"]"],
+                    "refused_config_key",
+                ),
                 (&["-c", "model"], "refused_value"),
                 (&["-c"], "missing_value"),
                 (&["-c", "--yolo"], "missing_value"),
-                (&["--dangerously-bypass-approvals-and-sandbox"], "dangerous_flag"),
+                (
+                    &["--dangerously-bypass-approvals-and-sandbox"],
+                    "dangerous_flag",
+                ),
                 (&["--yolo"], "dangerous_flag"),
                 (&["--full-auto"], "dangerous_flag"),
                 (&["--search"], "dangerous_flag"),
@@ -211,11 +403,17 @@ mod tests {
             &args,
         )
         .unwrap();
-        assert_eq!(out, ["--ask-for-approval", "on-request", "--profile", "build"].map(OsString::from));
+        assert_eq!(
+            out,
+            ["--ask-for-approval", "on-request", "--profile", "build"].map(OsString::from)
+        );
     }
 
     #[test]
     fn keys_normalise() {
-        assert_eq!(normalize_key(" \"Tools\" . 'Web_Search' "), "tools.web_search");
+        assert_eq!(
+            normalize_key(" \"Tools\" . 'Web_Search' "),
+            "tools.web_search"
+        );
     }
 }

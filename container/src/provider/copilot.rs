@@ -7,18 +7,67 @@ pub(crate) const LOG_DIR: &str = "/state/agent-home/.copilot/logs";
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule { names: &["-h", "--help"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-v", "--version"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-p", "--prompt"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-s", "--silent"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--model"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--continue"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--resume"], arity: Arity::Optional, verdict: Verdict::Allow },
-        FlagRule { names: &["--log-level"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--no-color", "--banner", "--screen-reader", "--plain-diff"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--stream"], arity: Arity::Required, verdict: Verdict::Allow },
+        FlagRule {
+            names: &["-h", "--help"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-v", "--version"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-p", "--prompt"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-s", "--silent"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--model"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--continue"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--resume"],
+            arity: Arity::Optional,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--log-level"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--no-color", "--banner", "--screen-reader", "--plain-diff"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--stream"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
         // Restrictive: these only remove capabilities.
-        FlagRule { names: &["--deny-tool", "--deny-url", "--excluded-tools", "--disable-mcp-server"], arity: Arity::Required, verdict: Verdict::Allow },
+        FlagRule {
+            names: &[
+                "--deny-tool",
+                "--deny-url",
+                "--excluded-tools",
+                "--disable-mcp-server",
+            ],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
         FlagRule {
             names: &["--available-tools", "--allow-tool", "--log-dir"],
             arity: Arity::Required,
@@ -37,19 +86,55 @@ pub(crate) static SPEC: Spec = Spec {
             arity: Arity::None,
             verdict: Verdict::Managed,
         },
-        FlagRule { names: &["--yolo"], arity: Arity::None, verdict: Verdict::Dangerous("allows every tool, path and URL") },
-        FlagRule { names: &["--no-sandbox"], arity: Arity::None, verdict: Verdict::Dangerous("disables the sandbox") },
-        FlagRule { names: &["--add-dir"], arity: Arity::Required, verdict: Verdict::Dangerous("widens the accessible paths") },
-        FlagRule { names: &["--allow-url"], arity: Arity::Required, verdict: Verdict::Dangerous("allows network destinations") },
-        FlagRule { names: &["--additional-mcp-config"], arity: Arity::Required, verdict: Verdict::Dangerous("adds MCP servers") },
         FlagRule {
-            names: &["--enable-all-github-mcp-tools", "--add-github-mcp-tool", "--add-github-mcp-toolset"],
+            names: &["--yolo"],
+            arity: Arity::None,
+            verdict: Verdict::Dangerous("allows every tool, path and URL"),
+        },
+        FlagRule {
+            names: &["--no-sandbox"],
+            arity: Arity::None,
+            verdict: Verdict::Dangerous("disables the sandbox"),
+        },
+        FlagRule {
+            names: &["--add-dir"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("widens the accessible paths"),
+        },
+        FlagRule {
+            names: &["--allow-url"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("allows network destinations"),
+        },
+        FlagRule {
+            names: &["--additional-mcp-config"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("adds MCP servers"),
+        },
+        FlagRule {
+            names: &[
+                "--enable-all-github-mcp-tools",
+                "--add-github-mcp-tool",
+                "--add-github-mcp-toolset",
+            ],
             arity: Arity::Optional,
             verdict: Verdict::Dangerous("enables GitHub MCP tools"),
         },
-        FlagRule { names: &["--share-gist"], arity: Arity::None, verdict: Verdict::Dangerous("uploads the session") },
-        FlagRule { names: &["--config-dir"], arity: Arity::Required, verdict: Verdict::Dangerous("replaces the managed configuration") },
-        FlagRule { names: &["--agent"], arity: Arity::Required, verdict: Verdict::Dangerous("loads a custom agent definition") },
+        FlagRule {
+            names: &["--share-gist"],
+            arity: Arity::None,
+            verdict: Verdict::Dangerous("uploads the session"),
+        },
+        FlagRule {
+            names: &["--config-dir"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("replaces the managed configuration"),
+        },
+        FlagRule {
+            names: &["--agent"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("loads a custom agent definition"),
+        },
         FlagRule {
             names: &["-C", "-i", "-n", "-r", "-w", "-A", "-a"],
             arity: Arity::None,
@@ -57,8 +142,13 @@ pub(crate) static SPEC: Spec = Spec {
         },
     ],
     dangerous_prefixes: &[("--allow-all", "allows everything of a kind")],
-    subcommands: &[SubcommandRule { name: "help", only: None }],
-    refused_subcommands: &["init", "login", "logout", "mcp", "plugin", "skill", "update"],
+    subcommands: &[SubcommandRule {
+        name: "help",
+        only: None,
+    }],
+    refused_subcommands: &[
+        "init", "login", "logout", "mcp", "plugin", "skill", "update",
+    ],
     normalize: identity,
     dangerous_name: never,
 };

@@ -6,11 +6,19 @@ use super::{Arity, FlagRule, Spec, Verdict};
 
 /// Lower-case, drop `-`/`_` after the leading dashes; a `--no-` negation maps onto its base.
 fn normalize(flag: &str) -> String {
-    let (dashes, rest) = if let Some(r) = flag.strip_prefix("--") { ("--", r) } else { ("-", flag.trim_start_matches('-')) };
+    let (dashes, rest) = if let Some(r) = flag.strip_prefix("--") {
+        ("--", r)
+    } else {
+        ("-", flag.trim_start_matches('-'))
+    };
     if dashes == "-" {
         return format!("-{}", rest.to_ascii_lowercase());
     }
-    let squashed: String = rest.chars().filter(|c| *c != '-' && *c != '_').flat_map(char::to_lowercase).collect();
+    let squashed: String = rest
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
     let base = match squashed.strip_prefix("no") {
         Some(b) if DANGEROUS_NEGATABLE.contains(&b) => b.to_owned(),
         _ => squashed,
@@ -37,27 +45,111 @@ fn dangerous_name(norm: &str) -> Option<&'static str> {
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule { names: &["-h", "--help"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-v", "--version"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-m", "--model"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-p", "--prompt"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-i", "--prompt-interactive"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-o", "--output-format"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["-d", "--debug"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-a", "--all-files"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["--show-memory-usage", "--screen-reader", "--checkpointing"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-l", "--list-extensions", "--list-sessions"], arity: Arity::None, verdict: Verdict::Allow },
-        FlagRule { names: &["-r", "--resume", "--delete-session"], arity: Arity::Required, verdict: Verdict::Allow },
-        FlagRule { names: &["--approval-mode"], arity: Arity::Required, verdict: Verdict::Managed },
-        FlagRule { names: &["-y", "--yolo"], arity: Arity::Optional, verdict: Verdict::Dangerous("auto-approves every action") },
-        FlagRule { names: &["-s", "--sandbox"], arity: Arity::Optional, verdict: Verdict::Dangerous("changes the sandbox") },
-        FlagRule { names: &["--sandbox-image"], arity: Arity::Required, verdict: Verdict::Dangerous("changes the sandbox image") },
-        FlagRule { names: &["--add-dir", "--include-directories"], arity: Arity::Required, verdict: Verdict::Dangerous("widens the workspace") },
-        FlagRule { names: &["--allowed-mcp-server-names"], arity: Arity::Required, verdict: Verdict::Dangerous("selects MCP servers") },
-        FlagRule { names: &["--allowed-tools"], arity: Arity::Required, verdict: Verdict::Dangerous("pre-approves tools") },
-        FlagRule { names: &["-e", "--extensions"], arity: Arity::Required, verdict: Verdict::Dangerous("loads extensions") },
-        FlagRule { names: &["--proxy"], arity: Arity::Required, verdict: Verdict::Dangerous("reroutes network traffic") },
-        FlagRule { names: &["--experimental-acp"], arity: Arity::None, verdict: Verdict::Dangerous("serves the agent protocol") },
+        FlagRule {
+            names: &["-h", "--help"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-v", "--version"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-m", "--model"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-p", "--prompt"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-i", "--prompt-interactive"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-o", "--output-format"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-d", "--debug"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-a", "--all-files"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--show-memory-usage", "--screen-reader", "--checkpointing"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-l", "--list-extensions", "--list-sessions"],
+            arity: Arity::None,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["-r", "--resume", "--delete-session"],
+            arity: Arity::Required,
+            verdict: Verdict::Allow,
+        },
+        FlagRule {
+            names: &["--approval-mode"],
+            arity: Arity::Required,
+            verdict: Verdict::Managed,
+        },
+        FlagRule {
+            names: &["-y", "--yolo"],
+            arity: Arity::Optional,
+            verdict: Verdict::Dangerous("auto-approves every action"),
+        },
+        FlagRule {
+            names: &["-s", "--sandbox"],
+            arity: Arity::Optional,
+            verdict: Verdict::Dangerous("changes the sandbox"),
+        },
+        FlagRule {
+            names: &["--sandbox-image"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("changes the sandbox image"),
+        },
+        FlagRule {
+            names: &["--add-dir", "--include-directories"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("widens the workspace"),
+        },
+        FlagRule {
+            names: &["--allowed-mcp-server-names"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("selects MCP servers"),
+        },
+        FlagRule {
+            names: &["--allowed-tools"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("pre-approves tools"),
+        },
+        FlagRule {
+            names: &["-e", "--extensions"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("loads extensions"),
+        },
+        FlagRule {
+            names: &["--proxy"],
+            arity: Arity::Required,
+            verdict: Verdict::Dangerous("reroutes network traffic"),
+        },
+        FlagRule {
+            names: &["--experimental-acp"],
+            arity: Arity::None,
+            verdict: Verdict::Dangerous("serves the agent protocol"),
+        },
     ],
     dangerous_prefixes: &[],
     subcommands: &[],

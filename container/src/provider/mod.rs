@@ -84,12 +84,22 @@ impl fmt::Display for ProviderRefusal {
             Self::UnknownFlag { flag } => write!(f, "{flag} is not on the allow-list"),
             Self::RefusedSubcommand { subcommand } => write!(f, "subcommand {subcommand:?}"),
             Self::UnknownSubcommand { subcommand } => {
-                write!(f, "{subcommand:?} is not an allowed subcommand (quote a multi-word prompt)")
+                write!(
+                    f,
+                    "{subcommand:?} is not an allowed subcommand (quote a multi-word prompt)"
+                )
             }
-            Self::RefusedConfigKey { key } => write!(f, "config key {key:?} is not on the allow-list"),
+            Self::RefusedConfigKey { key } => {
+                write!(f, "config key {key:?} is not on the allow-list")
+            }
             Self::RefusedValue { flag, value } => write!(f, "{flag} {value:?}"),
-            Self::BundledShortOptions { arg } => write!(f, "{arg} bundles short options; pass them separately"),
-            Self::MissingValue { flag } => write!(f, "{flag} needs a value (use {flag}=VALUE for values starting with -)"),
+            Self::BundledShortOptions { arg } => {
+                write!(f, "{arg} bundles short options; pass them separately")
+            }
+            Self::MissingValue { flag } => write!(
+                f,
+                "{flag} needs a value (use {flag}=VALUE for values starting with -)"
+            ),
             Self::NonUtf8Argument { index } => write!(f, "argument {index} is not UTF-8"),
         }
     }
@@ -179,7 +189,10 @@ pub fn check_provider_args(
 ) -> Result<Vec<OsString>, ProviderRefusal> {
     let mut user: Vec<&str> = Vec::with_capacity(args.len());
     for (index, a) in args.iter().enumerate() {
-        user.push(a.to_str().ok_or(ProviderRefusal::NonUtf8Argument { index })?);
+        user.push(
+            a.to_str()
+                .ok_or(ProviderRefusal::NonUtf8Argument { index })?,
+        );
     }
     let spec = spec(agent);
     let ctx = Ctx { profile };
@@ -200,7 +213,9 @@ pub fn check_provider_args(
             continue;
         }
         if !arg.starts_with("--") && arg.len() > 2 {
-            return Err(ProviderRefusal::BundledShortOptions { arg: arg.to_owned() });
+            return Err(ProviderRefusal::BundledShortOptions {
+                arg: arg.to_owned(),
+            });
         }
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) => (n, Some(v)),
@@ -208,14 +223,30 @@ pub fn check_provider_args(
         };
         let norm = (spec.normalize)(name);
         if let Some(reason) = (spec.dangerous_name)(&norm) {
-            return Err(ProviderRefusal::DangerousFlag { flag: name.to_owned(), reason });
+            return Err(ProviderRefusal::DangerousFlag {
+                flag: name.to_owned(),
+                reason,
+            });
         }
-        if let Some((_, reason)) = spec.dangerous_prefixes.iter().find(|(p, _)| norm.starts_with(p)) {
-            return Err(ProviderRefusal::DangerousFlag { flag: name.to_owned(), reason });
+        if let Some((_, reason)) = spec
+            .dangerous_prefixes
+            .iter()
+            .find(|(p, _)| norm.starts_with(p))
+        {
+            return Err(ProviderRefusal::DangerousFlag {
+                flag: name.to_owned(),
+                reason,
+            });
         }
-        let Some(rule) = spec.flags.iter().find(|r| r.names.iter().any(|n| (spec.normalize)(n) == norm)) else {
+        let Some(rule) = spec
+            .flags
+            .iter()
+            .find(|r| r.names.iter().any(|n| (spec.normalize)(n) == norm))
+        else {
             if strict {
-                return Err(ProviderRefusal::UnknownFlag { flag: name.to_owned() });
+                return Err(ProviderRefusal::UnknownFlag {
+                    flag: name.to_owned(),
+                });
             }
             if operands.is_empty() {
                 unknown_before_subcommand = true;
@@ -224,14 +255,24 @@ pub fn check_provider_args(
         };
         match rule.verdict {
             Verdict::Dangerous(reason) => {
-                return Err(ProviderRefusal::DangerousFlag { flag: name.to_owned(), reason })
+                return Err(ProviderRefusal::DangerousFlag {
+                    flag: name.to_owned(),
+                    reason,
+                })
             }
-            Verdict::Managed => return Err(ProviderRefusal::ManagedFlag { flag: name.to_owned() }),
+            Verdict::Managed => {
+                return Err(ProviderRefusal::ManagedFlag {
+                    flag: name.to_owned(),
+                })
+            }
             Verdict::Allow | Verdict::Check(_) => {}
         }
         let value = match (rule.arity, inline) {
             (Arity::None, Some(v)) => {
-                return Err(ProviderRefusal::RefusedValue { flag: name.to_owned(), value: v.to_owned() })
+                return Err(ProviderRefusal::RefusedValue {
+                    flag: name.to_owned(),
+                    value: v.to_owned(),
+                })
             }
             (Arity::None, None) => None,
             (_, Some(v)) => Some(v),
@@ -240,7 +281,11 @@ pub fn check_provider_args(
                     i += 1;
                     Some(*v)
                 }
-                _ => return Err(ProviderRefusal::MissingValue { flag: name.to_owned() }),
+                _ => {
+                    return Err(ProviderRefusal::MissingValue {
+                        flag: name.to_owned(),
+                    })
+                }
             },
             (Arity::Optional, None) => match user.get(i) {
                 Some(v) if !v.starts_with('-') => {
@@ -253,35 +298,55 @@ pub fn check_provider_args(
         if let (Verdict::Check(check), Some(v)) = (rule.verdict, value) {
             check(name, v, &ctx)?;
         } else if let (Verdict::Check(_), None) = (rule.verdict, value) {
-            return Err(ProviderRefusal::MissingValue { flag: name.to_owned() });
+            return Err(ProviderRefusal::MissingValue {
+                flag: name.to_owned(),
+            });
         }
     }
 
     check_subcommand(spec, &operands, strict, unknown_before_subcommand)?;
 
-    let mut out: Vec<OsString> = managed_args(agent, profile, autonomy, &user).into_iter().map(OsString::from).collect();
+    let mut out: Vec<OsString> = managed_args(agent, profile, autonomy, &user)
+        .into_iter()
+        .map(OsString::from)
+        .collect();
     out.extend(args.iter().cloned());
     Ok(out)
 }
 
-fn check_subcommand(spec: &Spec, operands: &[&str], strict: bool, ambiguous: bool) -> Result<(), ProviderRefusal> {
+fn check_subcommand(
+    spec: &Spec,
+    operands: &[&str],
+    strict: bool,
+    ambiguous: bool,
+) -> Result<(), ProviderRefusal> {
     // After an unknown flag (non-strict) its value may have taken the first operand's place:
     // check the second operand as a subcommand too.
-    let candidates = if ambiguous { operands.len().min(2) } else { operands.len().min(1) };
+    let candidates = if ambiguous {
+        operands.len().min(2)
+    } else {
+        operands.len().min(1)
+    };
     for (pos, word) in operands.iter().take(candidates).enumerate() {
         if spec.refused_subcommands.contains(word) {
-            return Err(ProviderRefusal::RefusedSubcommand { subcommand: (*word).to_owned() });
+            return Err(ProviderRefusal::RefusedSubcommand {
+                subcommand: (*word).to_owned(),
+            });
         }
         if let Some(rule) = spec.subcommands.iter().find(|r| r.name == *word) {
             if let (Some(only), Some(next)) = (rule.only, operands.get(pos + 1)) {
                 if !only.contains(next) {
-                    return Err(ProviderRefusal::RefusedSubcommand { subcommand: format!("{word} {next}") });
+                    return Err(ProviderRefusal::RefusedSubcommand {
+                        subcommand: format!("{word} {next}"),
+                    });
                 }
             }
             return Ok(());
         }
         if pos == 0 && strict && looks_like_subcommand(word) {
-            return Err(ProviderRefusal::UnknownSubcommand { subcommand: (*word).to_owned() });
+            return Err(ProviderRefusal::UnknownSubcommand {
+                subcommand: (*word).to_owned(),
+            });
         }
     }
     Ok(())
@@ -289,7 +354,12 @@ fn check_subcommand(spec: &Spec, operands: &[&str], strict: bool, ambiguous: boo
 
 /// The arguments the session prepends for `agent` (from the autonomy table; Codex also gets
 /// `--profile <profile>` unless the user named the same profile, Copilot its fixed hardening).
-pub fn managed_args(agent: Agent, profile: Profile, autonomy: Autonomy, user: &[&str]) -> Vec<String> {
+pub fn managed_args(
+    agent: Agent,
+    profile: Profile,
+    autonomy: Autonomy,
+    user: &[&str],
+) -> Vec<String> {
     let v = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     match agent {
         Agent::Codex => {
@@ -339,7 +409,11 @@ pub fn managed_args(agent: Agent, profile: Profile, autonomy: Autonomy, user: &[
 pub(crate) mod tests {
     use super::*;
 
-    pub fn check(agent: Agent, profile: Profile, args: &[&str]) -> Result<Vec<String>, ProviderRefusal> {
+    pub fn check(
+        agent: Agent,
+        profile: Profile,
+        args: &[&str],
+    ) -> Result<Vec<String>, ProviderRefusal> {
         let os: Vec<OsString> = args.iter().map(OsString::from).collect();
         check_provider_args(agent, profile, Autonomy::Yolo, &os)
             .map(|v| v.into_iter().map(|s| s.into_string().unwrap()).collect())
@@ -356,7 +430,10 @@ pub(crate) mod tests {
                     Err(e) => e.code(),
                 };
                 let expected = match (*want, profile) {
-                    ("unknown_flag" | "unknown_subcommand", Profile::Development | Profile::Breakglass) => "ok",
+                    (
+                        "unknown_flag" | "unknown_subcommand",
+                        Profile::Development | Profile::Breakglass,
+                    ) => "ok",
                     (w, _) => w,
                 };
                 assert_eq!(code, expected, "{agent} {profile:?} {args:?}: {got:?}");
@@ -367,12 +444,32 @@ pub(crate) mod tests {
     #[test]
     fn managed_args_follow_the_autonomy_table() {
         let cases: [(Agent, Autonomy, &[&str]); 8] = [
-            (Agent::Codex, Autonomy::Yolo, &["--ask-for-approval", "never", "--profile", "strict"]),
-            (Agent::Codex, Autonomy::Prompt, &["--ask-for-approval", "on-request", "--profile", "strict"]),
-            (Agent::Claude, Autonomy::Yolo, &["--permission-mode", "bypassPermissions"]),
-            (Agent::Claude, Autonomy::Prompt, &["--permission-mode", "default"]),
+            (
+                Agent::Codex,
+                Autonomy::Yolo,
+                &["--ask-for-approval", "never", "--profile", "strict"],
+            ),
+            (
+                Agent::Codex,
+                Autonomy::Prompt,
+                &["--ask-for-approval", "on-request", "--profile", "strict"],
+            ),
+            (
+                Agent::Claude,
+                Autonomy::Yolo,
+                &["--permission-mode", "bypassPermissions"],
+            ),
+            (
+                Agent::Claude,
+                Autonomy::Prompt,
+                &["--permission-mode", "default"],
+            ),
             (Agent::Gemini, Autonomy::Yolo, &["--approval-mode", "yolo"]),
-            (Agent::Gemini, Autonomy::Prompt, &["--approval-mode", "default"]),
+            (
+                Agent::Gemini,
+                Autonomy::Prompt,
+                &["--approval-mode", "default"],
+            ),
             (
                 Agent::Copilot,
                 Autonomy::Yolo,
@@ -383,15 +480,33 @@ pub(crate) mod tests {
                     "--no-ask-user",
                 ],
             ),
-            (Agent::Copilot, Autonomy::Prompt, &["--available-tools=view,create,edit,apply_patch,grep,glob"]),
+            (
+                Agent::Copilot,
+                Autonomy::Prompt,
+                &["--available-tools=view,create,edit,apply_patch,grep,glob"],
+            ),
         ];
         for (agent, autonomy, prefix) in cases {
-            let out = check_provider_args(agent, Profile::Strict, autonomy, &[OsString::from("--help")]).unwrap();
+            let out = check_provider_args(
+                agent,
+                Profile::Strict,
+                autonomy,
+                &[OsString::from("--help")],
+            )
+            .unwrap();
             let out: Vec<String> = out.into_iter().map(|s| s.into_string().unwrap()).collect();
             assert_eq!(&out[..prefix.len()], prefix, "{agent} {autonomy:?}");
             assert_eq!(out.last().map(String::as_str), Some("--help"));
             if agent == Agent::Copilot {
-                for fixed in ["--no-auto-update", "--no-remote", "--no-remote-export", "--disable-builtin-mcps", "--no-custom-instructions", "--disallow-temp-dir", "--log-dir"] {
+                for fixed in [
+                    "--no-auto-update",
+                    "--no-remote",
+                    "--no-remote-export",
+                    "--disable-builtin-mcps",
+                    "--no-custom-instructions",
+                    "--disallow-temp-dir",
+                    "--log-dir",
+                ] {
                     assert!(out.iter().any(|a| a == fixed), "copilot lacks {fixed}");
                 }
             }
@@ -413,24 +528,41 @@ pub(crate) mod tests {
                     (&["frobnicate"], "unknown_subcommand"),
                 ],
             );
-            let bad = [OsString::from("ok"), std::os::unix::ffi::OsStringExt::from_vec(vec![0xff])];
-            let err = check_provider_args(agent, Profile::Strict, Autonomy::Yolo, &bad).unwrap_err();
+            let bad = [
+                OsString::from("ok"),
+                std::os::unix::ffi::OsStringExt::from_vec(vec![0xff]),
+            ];
+            let err =
+                check_provider_args(agent, Profile::Strict, Autonomy::Yolo, &bad).unwrap_err();
             assert_eq!(err, ProviderRefusal::NonUtf8Argument { index: 1 });
         }
     }
 
     #[test]
     fn refusals_display_one_line_with_their_code() {
-        let err = check(Agent::Claude, Profile::Strict, &["--dangerously-skip-permissions"]).unwrap_err();
+        let err = check(
+            Agent::Claude,
+            Profile::Strict,
+            &["--dangerously-skip-permissions"],
+        )
+        .unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("refused dangerous_flag: --dangerously-skip-permissions"), "{text}");
+        assert!(
+            text.starts_with("refused dangerous_flag: --dangerously-skip-permissions"),
+            "{text}"
+        );
         assert!(!text.contains('\n'));
     }
 
     #[test]
     fn an_unknown_flag_cannot_hide_a_refused_subcommand() {
         // In development the unknown flag might take "x" as its value; "mcp" is still caught.
-        let err = check(Agent::Claude, Profile::Development, &["--new-flag", "x", "mcp", "add", "evil"]).unwrap_err();
+        let err = check(
+            Agent::Claude,
+            Profile::Development,
+            &["--new-flag", "x", "mcp", "add", "evil"],
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "refused_subcommand");
     }
 }
