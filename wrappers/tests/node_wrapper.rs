@@ -1,0 +1,108 @@
+//! node cases through the real wrapper binary against /usr/bin/node (skipped, with a note,
+//! when node is not installed).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const REAL_NODE: &str = "/usr/bin/node";
+const WRAPPER: &str = env!("CARGO_BIN_EXE_execguard-node");
+
+fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let policy = format!(
+        "audit_log = \"{}\"\n[[runtime]]\nname = \"node\"\npath = \"{REAL_NODE}\"\nwrapper = \"{WRAPPER}\"\n",
+        dir.join("audit.jsonl").display()
+    );
+    let mut c = Command::new(WRAPPER);
+    c.args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("EXECGUARD_POLICY", policy);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn node_through_the_wrapper() {
+    if !Path::new(REAL_NODE).exists() {
+        eprintln!("skipped: {REAL_NODE} not installed (apt-get install -y nodejs)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("eg-node-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("app.js"), "console.log('args:' + process.argv.slice(2).join(',')); console.log('opts:' + (process.env.NODE_OPTIONS || '') + ';' + (process.env.OPENSSL_CONF || ''));").unwrap();
+    fs::write(
+        dir.join("evil.js"),
+        "require('fs').writeFileSync('pwned', 'x');",
+    )
+    .unwrap();
+
+    // Scripts run normally, with their own arguments untouched (weakness 13).
+    let out = run(
+        &dir,
+        &["app.js", "--no-verify", "-e", "x"],
+        &[
+            ("NODE_OPTIONS", "--require ./evil.js"),
+            ("OPENSSL_CONF", "/tmp/o.cnf"),
+            ("NODE_REPL_EXTERNAL_MODULE", "./evil.js"),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "args:--no-verify,-e,x\nopts:;\n"
+    );
+    assert_eq!(run(&dir, &["--version"], &[]).status.code(), Some(0));
+
+    let refused: &[(&[&str], &str)] = &[
+        (
+            &["-e", "require('fs').writeFileSync('pwned','x')"],
+            "node_inline_code",
+        ),
+        (
+            &["-pe", "require('fs').writeFileSync('pwned','x')"],
+            "node_inline_code",
+        ),
+        (&["--print", "1"], "node_inline_code"),
+        (&["-i"], "node_inline_code"),
+        (&[], "node_inline_code"),
+        (&["-"], "node_inline_code"),
+        (&["-r", "./evil.js", "app.js"], "node_code_loading"),
+        (&["--import=./evil.js", "app.js"], "node_code_loading"),
+        (
+            &["--experimental_loader=./evil.js", "app.js"],
+            "node_code_loading",
+        ),
+        (&["--loader", "./evil.js", "app.js"], "node_code_loading"),
+        (&["--env-file=.env", "app.js"], "node_code_loading"),
+        (
+            &["--openssl-config=/tmp/o.cnf", "app.js"],
+            "node_code_loading",
+        ),
+        (&["--inspect", "app.js"], "node_inspector"),
+        (&["--inspect-brk=0", "app.js"], "node_inspector"),
+        (&["--run", "x"], "node_run"),
+    ];
+    for (args, code) in refused {
+        let out = run(&dir, args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("execguard-node: refused {code}: ")),
+            "{args:?}: {err}"
+        );
+    }
+    let audit = fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    assert_eq!(audit.lines().count(), refused.len());
+    assert!(!dir.join("pwned").exists());
+    let _ = fs::remove_dir_all(&dir);
+}
