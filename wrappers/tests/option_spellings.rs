@@ -88,3 +88,11 @@ proptest! {
         prop_assert_eq!(parsed[0].value.as_deref(), Some(value.as_str()));
     }
 }
+
+#[test]
+fn every_reason_code_is_documented() {
+    let readme = include_str!("../README.md");
+    for r in execguard_wrappers::Reason::ALL {
+        assert!(readme.contains(&format!("| `{}` |", r.as_str())), "{} missing from README", r.as_str());
+    }
+}
