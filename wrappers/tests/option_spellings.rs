@@ -93,6 +93,10 @@ proptest! {
 fn every_reason_code_is_documented() {
     let readme = include_str!("../README.md");
     for r in execguard_wrappers::Reason::ALL {
-        assert!(readme.contains(&format!("| `{}` |", r.as_str())), "{} missing from README", r.as_str());
+        assert!(
+            readme.contains(&format!("| `{}` |", r.as_str())),
+            "{} missing from README",
+            r.as_str()
+        );
     }
 }
