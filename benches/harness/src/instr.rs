@@ -109,6 +109,13 @@ fn count(
             first_line(&String::from_utf8_lossy(&out.stderr))
         ));
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("denied") {
+        return Err(format!(
+            "the preload refused a call: {}",
+            first_line(&stderr)
+        ));
+    }
     match tool {
         Tool::Callgrind => {
             let mut total = 0u64;

@@ -186,6 +186,10 @@ impl Workload {
         let out = run(cmd, ctx.scratch, timeout)?;
         let note = note(&out.stderr);
         match &self.kind {
+            Kind::WarmEacces { .. } if out.stderr.contains("denied") => Err(format!(
+                "the preload refused the call itself, so this is not its allow path: {}",
+                first_line(&out.stderr)
+            )),
             Kind::Driver { .. } | Kind::WarmEacces { .. } => {
                 let ns = parse_ns(&out.stdout)?;
                 if ns.is_empty() {
