@@ -25,11 +25,11 @@ const MANIFEST_LIMIT: u64 = 1 << 20;
 
 /// Lower-case hex encoding.
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        // Writing into a String cannot fail.
-        let _infallible = write!(s, "{b:02x}");
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     s
 }
