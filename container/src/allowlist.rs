@@ -8,8 +8,9 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
-use crate::paths::{AGENT_HOME, AGENT_TMP, PINNED_PATH};
+use crate::paths::{Paths, AGENT_HOME, AGENT_TMP, PINNED_PATH};
 use crate::session::Agent;
+use crate::sys;
 use crate::user::MAPPED_SHELL;
 
 /// Terminal and locale variables every session keeps.
@@ -128,6 +129,23 @@ pub fn provider_env(
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
     out
+}
+
+/// Extra variable names from the image's env policy file ([`Paths::env_policy`]), trusted only
+/// if it is a root-owned regular file not writable by group/other (list it in the manifest to
+/// pin its content). Absent or untrusted: no extra names.
+pub fn read_env_policy(paths: &Paths) -> Vec<String> {
+    let Ok(fd) = sys::open_nofollow(&paths.env_policy(), libc::O_RDONLY | libc::O_NONBLOCK, 0)
+    else {
+        return Vec::new();
+    };
+    match sys::fstat(&fd) {
+        Ok(m) if m.file_type().is_file() && sys::is_root_owned_not_shared(&m) => {}
+        _ => return Vec::new(),
+    }
+    sys::read_limited(fd, 64 * 1024)
+        .map(|b| parse_policy(&String::from_utf8_lossy(&b)))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::process::Command;
 
 use crate::allowlist;
 use crate::chain;
-use crate::env::{parse_session_env, Date, SessionEnv};
+use crate::env::{parse_session_env, Date};
 use crate::home;
 use crate::manifest;
 use crate::paths::Paths;
@@ -134,7 +134,7 @@ pub fn run(
         return generate(root, files);
     }
     match prepare(paths, sys, &mode, env, today) {
-        Ok((session, cmd)) => start(session, cmd),
+        Ok(prepared) => start(prepared),
         Err(r) => refuse(&r),
     }
 }
@@ -154,7 +154,7 @@ struct Prepared {
     _link: Option<chain::ChainLink>,
 }
 
-fn start(_session: SessionEnv, mut prepared: Prepared) -> i32 {
+fn start(mut prepared: Prepared) -> i32 {
     let init = match Init::install() {
         Ok(i) => i,
         Err(e) => {
@@ -195,7 +195,7 @@ fn prepare(
     mode: &Mode,
     env: &[(OsString, OsString)],
     today: Date,
-) -> Result<(SessionEnv, Prepared), Refusal> {
+) -> Result<Prepared, Refusal> {
     let session = parse_session_env(&env_pairs(env), today)
         .map_err(|e| Refusal::new(e.code(), e.detail()))?;
 
@@ -271,7 +271,7 @@ fn prepare(
         eprintln!("{NAME}: not importing /workspace/{skipped}: not a regular file reached without symlinks");
     }
 
-    let extra = read_env_policy(paths);
+    let extra = allowlist::read_env_policy(paths);
     let mut child_env = allowlist::provider_env(env, session.agent, &extra);
     child_env.retain(|(k, _)| k != "USER" && k != "LOGNAME");
     child_env.push(("USER".into(), user_name.clone().into()));
@@ -324,23 +324,7 @@ fn prepare(
             });
         }
     }
-    Ok((session, Prepared { cmd, _link: link }))
-}
-
-/// Extra variable names from the image's env policy file, trusted only if root-owned and not
-/// writable by group/other (list it in the manifest to pin its content).
-fn read_env_policy(paths: &Paths) -> Vec<String> {
-    let Ok(fd) = sys::open_nofollow(&paths.env_policy(), libc::O_RDONLY | libc::O_NONBLOCK, 0)
-    else {
-        return Vec::new();
-    };
-    match sys::fstat(&fd) {
-        Ok(m) if m.file_type().is_file() && sys::is_root_owned_not_shared(&m) => {}
-        _ => return Vec::new(),
-    }
-    sys::read_limited(fd, 64 * 1024)
-        .map(|b| allowlist::parse_policy(&String::from_utf8_lossy(&b)))
-        .unwrap_or_default()
+    Ok(Prepared { cmd, _link: link })
 }
 
 #[cfg(test)]

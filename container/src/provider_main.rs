@@ -117,17 +117,7 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
             return EXIT_REFUSED;
         }
     };
-    let mut child_env = allowlist::provider_env(env, state.agent, &[]);
-    // The entrypoint already applied the image's env policy; keep what it passed.
-    for (k, v) in env {
-        let name = k.to_string_lossy();
-        if !allowlist::never_passes(&name)
-            && k != chain::VAR_CHAIN_FD
-            && !child_env.iter().any(|(n, _)| n == k)
-        {
-            child_env.push((k.clone(), v.clone()));
-        }
-    }
+    let child_env = allowlist::provider_env(env, state.agent, &allowlist::read_env_policy(paths));
     let program = paths.real_provider(state.agent);
     let err = Command::new(&program)
         .arg0(state.agent.as_str())
