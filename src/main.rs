@@ -1,1 +1,52 @@
-fn main() {}
+//! `execguard`: run commands under the exec guard, explain its decisions, check a machine.
+
+mod commands;
+mod exec;
+mod session;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "execguard",
+    version,
+    about = "Exec-level defence for AI coding agent sessions"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a command under the guard (exits with the command's status)
+    Run(commands::run::Args),
+    /// Say what the guard would decide for a command, without running it
+    Check(commands::check::Args),
+    /// Report what protects this process and this machine
+    Doctor(commands::doctor::Args),
+    /// Policy tools
+    #[command(subcommand)]
+    Policy(commands::policy::Command),
+    /// Summarise an audit log
+    Audit(commands::audit::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => commands::run::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Doctor(args) => commands::doctor::run(args),
+        Command::Policy(cmd) => commands::policy::run(cmd),
+        Command::Audit(args) => commands::audit::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("execguard: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -9,12 +9,10 @@
 //! - [`decide`]: the decision for one exec call, returning a [`decide::Verdict`] with a
 //!   stable [`Reason`].
 //! - [`audit`]: one JSON line per decision, formatted into a caller's buffer.
-#![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![cfg_attr(not(test), no_std)]
 
 pub mod audit;
 pub mod decide;
-#[cfg(feature = "std")]
-pub mod load;
 pub mod path;
 pub mod policy;
 pub mod profile;

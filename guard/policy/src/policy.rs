@@ -131,8 +131,7 @@ impl core::fmt::Display for PolicyError {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for PolicyError {}
+impl core::error::Error for PolicyError {}
 
 struct Cursor<'a> {
     text: &'a [u8],

@@ -1,8 +1,8 @@
 //! One guarded exec: load the policy, fix the child environment (host mode), decide, report,
 //! then run or refuse. Shared by every entry point.
 
-use execguard_os::{c_bytes, CList, LibcSys};
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
+use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
 use execguard_policy::path::PATH_MAX;
 use execguard_policy::sys::{env_values, StrList, EACCES};

@@ -2,15 +2,14 @@
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
 use crate::guard::{arg, guarded, Entry, EnvRewrite};
-use execguard_os::LibcSys;
 use crate::raw::{self, libc_result, set_errno};
-use core::num::NonZeroUsize;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use execguard_os::LibcSys;
 use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
 use execguard_policy::sys::{Sys, EACCES, ENOENT, ESTALE_ETC};
 use execguard_policy::Target;
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
-use once_cell::race::OnceNonZeroUsize;
 
 extern "C" {
     static mut environ: *const *const c_char;
@@ -22,22 +21,26 @@ fn current_environ() -> *const *const c_char {
     unsafe { environ }
 }
 
-/// A libc function resolved once with `dlsym(RTLD_NEXT)`, lock-free afterwards.
-struct Real(OnceNonZeroUsize, &'static [u8]);
+/// A libc function resolved once with `dlsym(RTLD_NEXT)`, lock-free afterwards. Two threads
+/// racing to resolve it store the same address, so a plain atomic suffices (once_cell's `race`
+/// module does the same, but its `std` feature, switched on by other workspace members, would
+/// link std into this library).
+struct Real(AtomicUsize, &'static [u8]);
 
 impl Real {
     const fn new(name: &'static [u8]) -> Self {
-        Real(OnceNonZeroUsize::new(), name)
+        Real(AtomicUsize::new(0), name)
     }
     fn get(&self) -> Option<usize> {
-        self.0
-            .get_or_try_init(|| {
+        match self.0.load(Ordering::Acquire) {
+            0 => {
                 // SAFETY: the name is NUL-terminated; RTLD_NEXT looks past this library.
-                let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.1.as_ptr().cast()) };
-                NonZeroUsize::new(p as usize).ok_or(())
-            })
-            .ok()
-            .map(NonZeroUsize::get)
+                let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.1.as_ptr().cast()) } as usize;
+                self.0.store(p, Ordering::Release);
+                (p != 0).then_some(p)
+            }
+            p => Some(p),
+        }
     }
 }
 

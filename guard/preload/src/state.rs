@@ -6,10 +6,10 @@
 //! mid-load) does not wait: it loads a private copy on its own stack. So no exec ever blocks,
 //! and `vfork` children and post-`fork` children of threaded programs are safe.
 
-use execguard_os::LibcSys;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU8, Ordering};
+use execguard_os::LibcSys;
 use execguard_policy::path::{basename, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
 use execguard_policy::{Policy, Profile, Reason, RuntimeIds};

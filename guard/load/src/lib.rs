@@ -10,7 +10,7 @@
 //! When the policy names `runtime_profile`, a root-owned file there (written by the container
 //! entrypoint) may replace the profile; a file that exists but is not trustworthy is an error.
 
-use crate::{Policy, PolicyError, Profile, Reason};
+use execguard_policy::{Policy, PolicyError, Profile, Reason};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -107,7 +107,7 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
     }
     let mut text = Vec::new();
     file.by_ref()
-        .take(crate::policy::MAX_POLICY_BYTES as u64 + 1)
+        .take(execguard_policy::policy::MAX_POLICY_BYTES as u64 + 1)
         .read_to_end(&mut text)
         .map_err(|e| LoadError::Unreadable(shown(), e))?;
     Ok(Some(text))
@@ -163,7 +163,7 @@ pub fn runtime_profile(policy: &Policy<'_>) -> Result<Option<Profile>, LoadError
             path.display().to_string(),
             PolicyError {
                 line: 1,
-                kind: crate::policy::PolicyErrorKind::BadValue("not a profile name"),
+                kind: execguard_policy::policy::PolicyErrorKind::BadValue("not a profile name"),
             },
         )
     })

@@ -1,0 +1,271 @@
+//! `execguard doctor`: what protects this process and this machine, and what does not.
+
+use crate::session;
+use anyhow::Result;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// How many statically linked programs to list
+    #[arg(long, default_value_t = 20)]
+    list: usize,
+}
+
+struct Mount {
+    point: PathBuf,
+    fstype: String,
+    options: String,
+}
+
+/// Mount points from /proc/self/mountinfo (later mounts shadow earlier ones).
+fn mounts() -> Vec<Mount> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            Some(Mount {
+                point: PathBuf::from(unescape(f.get(4)?)),
+                options: f.get(5)?.to_string(),
+                fstype: r.first()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
+}
+
+fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
+    mounts
+        .iter()
+        .filter(|m| path.starts_with(&m.point))
+        .max_by_key(|m| m.point.as_os_str().len())
+}
+
+/// The Landlock ABI version the kernel offers, or the errno that says it does not.
+pub fn landlock_abi() -> Result<i64, i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only queries the ABI version.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(v)
+    }
+}
+
+/// Is this file a statically linked ELF program (no PT_INTERP)? Such programs never load a
+/// preload library, so the guard cannot see their execs.
+fn is_static_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = vec![0u8; 64 * 1024];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Ok(n) = f.read(&mut head) else {
+        return false;
+    };
+    head.truncate(n);
+    let Ok(header) = goblin::elf::Elf::parse_header(&head) else {
+        return false;
+    };
+    if header.e_type != goblin::elf::header::ET_EXEC && header.e_type != goblin::elf::header::ET_DYN
+    {
+        return false;
+    }
+    let ctx = goblin::container::Ctx::new(
+        if header.e_ident[goblin::elf::header::EI_CLASS] == goblin::elf::header::ELFCLASS64 {
+            goblin::container::Container::Big
+        } else {
+            goblin::container::Container::Little
+        },
+        if header.e_ident[goblin::elf::header::EI_DATA] == goblin::elf::header::ELFDATA2MSB {
+            goblin::container::Endian::Big
+        } else {
+            goblin::container::Endian::Little
+        },
+    );
+    let Ok(phdrs) = goblin::elf::ProgramHeader::parse(
+        &head,
+        header.e_phoff as usize,
+        header.e_phnum as usize,
+        ctx,
+    ) else {
+        return false;
+    };
+    // A program with no PT_INTERP is linked statically (or static-pie): no loader, no preload.
+    !phdrs
+        .iter()
+        .any(|p| p.p_type == goblin::elf::program_header::PT_INTERP)
+}
+
+fn static_programs_on_path() -> Vec<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    for dir in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(real) = p.canonicalize() else { continue };
+            let Ok(meta) = real.metadata() else { continue };
+            if !meta.is_file()
+                || meta.permissions().mode() & 0o111 == 0
+                || !seen.insert(real.clone())
+            {
+                continue;
+            }
+            if is_static_elf(&real) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn guard_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .is_ok_and(|m| m.lines().any(|l| l.ends_with(session::LIB_NAME)))
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    println!("guard");
+    println!(
+        "  loaded in this process: {}",
+        if guard_mapped() { "yes" } else { "no" }
+    );
+    match std::fs::read_to_string("/etc/ld.so.preload") {
+        Ok(t) => println!(
+            "  /etc/ld.so.preload: {}",
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        ),
+        Err(_) => println!(
+            "  /etc/ld.so.preload: absent (host mode: only `execguard run` sessions are guarded)"
+        ),
+    }
+    match session::guard_library() {
+        Ok(p) => println!("  library: {}", p.display()),
+        Err(e) => println!("  library: not found ({e})"),
+    }
+    println!("policy");
+    let loaded = match session::policy_in_force() {
+        Ok(Some(l)) => Some(l),
+        Ok(None) => {
+            println!("  none in force (no /etc/execguard/policy.toml, no EXECGUARD_POLICY): the guard would refuse every exec");
+            None
+        }
+        Err(e) => {
+            println!("  invalid: {e}");
+            None
+        }
+    };
+    let mut roots: Vec<String> = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect();
+    if let Some(l) = &loaded {
+        let p = l.policy();
+        let source = match &l.source {
+            execguard_load::Source::System(path) => path.display().to_string(),
+            execguard_load::Source::Environment => "EXECGUARD_POLICY (host session)".into(),
+        };
+        println!("  source: {source}");
+        println!("  profile: {}", p.profile().as_str());
+        println!(
+            "  allow-list: {}",
+            if p.has_allow_list() {
+                format!("{} commands", p.allow_commands().count())
+            } else {
+                "off".into()
+            }
+        );
+        for rt in p.runtimes() {
+            println!("  protected runtime: {rt}");
+        }
+        roots = p
+            .mutable_roots()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect();
+    }
+    println!("mutable roots");
+    let mounts = mounts();
+    for root in &roots {
+        let path = Path::new(root);
+        if !path.exists() {
+            println!("  {root}: absent");
+            continue;
+        }
+        let writable = nix_access_w(path);
+        match mount_of(&mounts, path) {
+            Some(m) => {
+                let noexec = m.options.split(',').any(|o| o == "noexec");
+                println!(
+                    "  {root}: mount {} ({}), {}, {}",
+                    m.point.display(),
+                    m.fstype,
+                    if writable {
+                        "writable"
+                    } else {
+                        "read-only for this user"
+                    },
+                    if noexec {
+                        "noexec (the kernel refuses exec and exec-mappings)"
+                    } else {
+                        "exec allowed by the mount: only the guard protects it"
+                    }
+                );
+            }
+            None => println!("  {root}: mount unknown"),
+        }
+    }
+    println!("kernel");
+    match landlock_abi() {
+        Ok(v) => println!("  landlock: ABI {v}"),
+        Err(e) => println!(
+            "  landlock: unavailable ({})",
+            std::io::Error::from_raw_os_error(e)
+        ),
+    }
+    match std::fs::read_to_string("/proc/sys/vm/memfd_noexec") {
+        Ok(v) => println!("  vm.memfd_noexec: {}", v.trim()),
+        Err(_) => println!("  vm.memfd_noexec: not supported by this kernel"),
+    }
+    let statics = static_programs_on_path();
+    println!(
+        "statically linked programs on PATH: {} (no preload library sees their execs)",
+        statics.len()
+    );
+    for p in statics.iter().take(args.list) {
+        println!("  {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn nix_access_w(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+    else {
+        return false;
+    };
+    // SAFETY: `c` is a valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}

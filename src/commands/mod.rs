@@ -1,0 +1,5 @@
+pub mod audit;
+pub mod check;
+pub mod doctor;
+pub mod policy;
+pub mod run;

@@ -1,0 +1,134 @@
+//! `execguard run`: start a command with the guard preloaded and the session policy inline in
+//! its environment; the guard keeps both in every descendant.
+
+use crate::exec::{decide_command, lossy};
+use crate::session::{self, guard_library};
+use anyhow::{bail, Result};
+use execguard_load::{Loaded, Source, POLICY_ENV};
+use execguard_policy::{Profile, Verdict};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The workspace (mutable root); default: the current directory
+    #[arg(long, conflicts_with = "policy")]
+    workspace: Option<PathBuf>,
+    /// strict | development | build | breakglass
+    #[arg(long, value_parser = parse_profile, conflicts_with = "policy")]
+    profile: Option<Profile>,
+    /// Use this policy file instead of the embedded default
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Append one JSON record per refusal to this file
+    #[arg(long, conflicts_with = "policy")]
+    audit: Option<PathBuf>,
+    /// The command and its arguments
+    #[arg(last = true, required = true)]
+    command: Vec<OsString>,
+}
+
+pub fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::from_name(s.as_bytes())
+        .ok_or_else(|| format!("unknown profile {s:?} (strict, development, build, breakglass)"))
+}
+
+/// The policy this session runs under: `--policy`, the system policy when one is in force
+/// (it cannot be overridden from here), or the embedded default.
+fn session_policy(args: &Args) -> Result<Loaded> {
+    if let Some(path) = &args.policy {
+        return session::policy_file(path);
+    }
+    if let Some(loaded) = session::policy_in_force()? {
+        if let Source::System(path) = &loaded.source {
+            if args.workspace.is_some() || args.profile.is_some() || args.audit.is_some() {
+                bail!("policy_untrusted: the system policy {} is in force and cannot be changed by execguard run", path.display());
+            }
+            return Ok(loaded);
+        }
+    }
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    let profile = args.profile.unwrap_or(Profile::Strict);
+    let text = session::default_policy(&workspace, profile, args.audit.as_deref())?;
+    Ok(Loaded {
+        source: Source::Environment,
+        text: text.into_bytes(),
+        profile,
+    })
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let loaded = session_policy(&args)?;
+    let policy = loaded.policy();
+    let lib = guard_library()?;
+    // A guard the session can rewrite guards nothing.
+    if let Some(root) = policy.mutable_root_of(lib.as_os_str().as_bytes()) {
+        bail!(
+            "{} lies in the mutable root {}: install it elsewhere (e.g. cargo build outside the workspace) or set EXECGUARD_LIB",
+            lib.display(),
+            lossy(root)
+        );
+    }
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k != "LD_PRELOAD" && k != POLICY_ENV)
+        .collect();
+    let mut preload = lib.clone().into_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(existing);
+    }
+    env.push(("LD_PRELOAD".into(), preload));
+    env.push((
+        POLICY_ENV.into(),
+        std::ffi::OsStr::from_bytes(&loaded.text).to_os_string(),
+    ));
+
+    // The first exec is made from here, outside the guard: decide it with the same engine.
+    let decision = decide_command(
+        &policy,
+        Some(lib.as_os_str().as_bytes()),
+        &args.command,
+        &env,
+    );
+    match &decision.verdict {
+        Verdict::Allow(_) => {}
+        Verdict::Deny { reason, path, .. } => {
+            eprintln!(
+                "execguard: denied {}: {}",
+                reason.code(),
+                lossy(path.as_bytes())
+            );
+            return Ok(ExitCode::from(126));
+        }
+        Verdict::Kernel(errno) => {
+            let err = std::io::Error::from_raw_os_error(*errno);
+            eprintln!("execguard: {}: {err}", lossy(&decision.target));
+            return Ok(ExitCode::from(if *errno == execguard_policy::sys::ENOENT {
+                127
+            } else {
+                126
+            }));
+        }
+    }
+    let program = crate::exec::os(decision.target.clone());
+    let err = std::process::Command::new(&program)
+        .arg0(&args.command[0])
+        .args(&args.command[1..])
+        .env_clear()
+        .envs(env)
+        .exec();
+    eprintln!("execguard: {}: {err}", program.to_string_lossy());
+    Ok(ExitCode::from(
+        if err.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        },
+    ))
+}
