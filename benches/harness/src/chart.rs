@@ -92,7 +92,11 @@ pub fn draw(results: &Results, path: &Path, text: bool) -> DrawResult {
         .x_label_area_size(if text { 40 } else { 0 });
     if text {
         let title = format!(
-            "execguard: median time as a ratio of plain (1.0 = no preload){}",
+            "execguard: median {} as a ratio of plain (1.0 = no preload){}",
+            match results.meta.metric {
+                crate::report::Metric::Cpu => "CPU time",
+                crate::report::Metric::Wall => "wall time",
+            },
             if results.meta.quick {
                 "  [quick smoke run: not figures]"
             } else {

@@ -17,7 +17,7 @@ mod sysinfo;
 mod workloads;
 
 use clap::Parser;
-use report::{BudgetCheck, Meta, Results, VariantInfo, VariantResult, WorkloadResult};
+use report::{BudgetCheck, Meta, Metric, Results, VariantInfo, VariantResult, WorkloadResult};
 use run::{Env, Variant};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -42,6 +42,10 @@ struct Cli {
     /// Read a policy file and pass its text as EXECGUARD_POLICY (how the guard reads it in host mode).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// What the ratios, chart and budget use: CPU time of the measured process
+    /// tree (steady on a shared machine) or wall time. Both are recorded.
+    #[arg(long, value_enum, default_value = "cpu")]
+    metric: Metric,
     /// Smoke run: few samples and small workloads (about a minute). No figures.
     #[arg(long)]
     quick: bool,
@@ -359,8 +363,10 @@ fn real_main(cli: Cli) -> Result<(), String> {
     let mut results_w = Vec::new();
     let total = all.len();
     for (wi, w) in all.iter().enumerate() {
+        let metric = w.metric(cli.metric);
         let mut wr = WorkloadResult {
             id: w.id.clone(),
+            metric,
             title: w.title.clone(),
             unit: w.unit,
             description: w.description.clone(),
@@ -375,20 +381,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
         }
         let mut vr: Vec<VariantResult> = variants
             .iter()
-            .map(|v| VariantResult {
-                variant: v.name.clone(),
-                samples: vec![],
-                first_call: vec![],
-                summary: None,
-                failed: None,
-                notes: vec![],
-                ratio_plain: None,
-                ratio_plain_paired: None,
-                ratio_floor_c: None,
-                ratio_floor_rust: None,
-                delta_plain: None,
-                delta_per_exec_us: None,
-            })
+            .map(|v| VariantResult::new(&v.name))
             .collect();
         let nv = variants.len();
         // Round -1 is the warm-up (discarded); order rotates every round.
@@ -406,7 +399,12 @@ fn real_main(cli: Cli) -> Result<(), String> {
                             }
                         }
                         if round >= 0 {
-                            vr[vi].samples.push(s.value);
+                            vr[vi].samples.push(match metric {
+                                Metric::Cpu => s.cpu,
+                                Metric::Wall => s.wall,
+                            });
+                            vr[vi].samples_wall.push(s.wall);
+                            vr[vi].samples_cpu.push(s.cpu);
                             vr[vi].first_call.extend(s.first);
                         }
                     }
@@ -473,10 +471,17 @@ fn real_main(cli: Cli) -> Result<(), String> {
         }
     };
 
-    let budget = budget_checks(&results_w, instructions.as_ref(), &variants, cli.quick);
+    let budget = budget_checks(
+        &results_w,
+        instructions.as_ref(),
+        &variants,
+        cli.quick,
+        cli.metric,
+    );
 
     let results = Results {
         meta: Meta {
+            metric: cli.metric,
             command: command_line(),
             date_utc: date,
             duration_s: started.elapsed().as_secs_f64(),
@@ -540,6 +545,7 @@ fn budget_checks(
     instr: Option<&instr::InstrReport>,
     variants: &[Variant],
     quick: bool,
+    metric: Metric,
 ) -> Vec<BudgetCheck> {
     if !variants.iter().any(|v| v.name == "guard") {
         return vec![];
@@ -554,6 +560,14 @@ fn budget_checks(
             Some(f) => Err(format!("failed: {f}")),
             None => Ok(r.clone()),
         })
+    };
+    let plain_of = |id: &str, f: fn(&VariantResult) -> Option<f64>| {
+        ws.iter()
+            .find(|w| w.id == id)?
+            .results
+            .iter()
+            .find(|r| r.variant == "plain")
+            .and_then(f)
     };
     let qnote = if quick {
         " Quick run: too few samples for a verdict."
@@ -575,7 +589,12 @@ fn budget_checks(
                             .unwrap_or_default()
                     )),
                     Some(x <= limit),
-                    format!("ratio of medians, guard vs plain, interleaved.{qnote}"),
+                    format!(
+                        "ratio of medians, guard vs plain, interleaved ({}; wall {}, CPU {}).{qnote}",
+                        metric.describe(),
+                        r.ratio_plain_wall.map(|x| format!("{x:.3}x")).unwrap_or("–".into()),
+                        r.ratio_plain_cpu.map(|x| format!("{x:.3}x")).unwrap_or("–".into()),
+                    ),
                 ),
                 None => (None, None, "no plain baseline".to_string()),
             },
@@ -607,10 +626,20 @@ fn budget_checks(
     let (measured, met, note) = match guard_of("warm_call_eacces") {
         Some(Ok(r)) => match r.delta_plain {
             Some(d) => (
-                Some(format!("{d:+.2} µs per call")),
+                Some(format!(
+                    "{d:+.2} µs per call (wall {}, CPU {})",
+                    r.median_wall
+                        .zip(plain_of("warm_call_eacces", |p| p.median_wall))
+                        .map(|(a, b)| format!("{:+.2}", a - b))
+                        .unwrap_or("–".into()),
+                    r.median_cpu
+                        .zip(plain_of("warm_call_eacces", |p| p.median_cpu))
+                        .map(|(a, b)| format!("{:+.2}", a - b))
+                        .unwrap_or("–".into()),
+                )),
                 Some(d <= 5.0),
                 format!(
-                    "median warm `execve` call (refused by the kernel, so no process is created), guard minus plain; \
+                    "median wall time of a warm `execve` call (refused by the kernel, so no process is created), guard minus plain; \
                      an estimate of the warm allow decision.{instr_note}{qnote}"
                 ),
             ),

@@ -9,8 +9,31 @@ use crate::workloads::Unit;
 use serde::Serialize;
 use std::fmt::Write as _;
 
+/// What a sample's value is: CPU time of the measured process tree, or wall time.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// User + system CPU time of the measured process tree: what the work
+    /// costs, hardly touched by other jobs competing for the cores.
+    Cpu,
+    /// Wall-clock time: what a user waits, including time spent waiting for a
+    /// core on a busy machine.
+    Wall,
+}
+
+impl Metric {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Metric::Cpu => "CPU time (user + system) of the measured process tree",
+            Metric::Wall => "wall-clock time",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Meta {
+    /// The metric of `samples`, the ratios, the summary table, the chart and the budget.
+    pub metric: Metric,
     pub command: String,
     pub date_utc: String,
     pub duration_s: f64,
@@ -36,7 +59,10 @@ pub struct VariantInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantResult {
     pub variant: String,
+    /// Samples of the primary metric (`meta.metric`); both metrics follow.
     pub samples: Vec<f64>,
+    pub samples_wall: Vec<f64>,
+    pub samples_cpu: Vec<f64>,
     /// Driver workloads: the first call in each fresh process, µs.
     pub first_call: Vec<f64>,
     pub summary: Option<Summary>,
@@ -52,11 +78,42 @@ pub struct VariantResult {
     pub delta_plain: Option<f64>,
     /// The same delta per exec in the workload, µs (where the workload has a known exec count).
     pub delta_per_exec_us: Option<f64>,
+    pub median_wall: Option<f64>,
+    pub median_cpu: Option<f64>,
+    pub ratio_plain_wall: Option<f64>,
+    pub ratio_plain_cpu: Option<f64>,
+}
+
+impl VariantResult {
+    pub fn new(variant: &str) -> Self {
+        VariantResult {
+            variant: variant.to_string(),
+            samples: vec![],
+            samples_wall: vec![],
+            samples_cpu: vec![],
+            first_call: vec![],
+            summary: None,
+            failed: None,
+            notes: vec![],
+            ratio_plain: None,
+            ratio_plain_paired: None,
+            ratio_floor_c: None,
+            ratio_floor_rust: None,
+            delta_plain: None,
+            delta_per_exec_us: None,
+            median_wall: None,
+            median_cpu: None,
+            ratio_plain_wall: None,
+            ratio_plain_cpu: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkloadResult {
     pub id: String,
+    /// The metric of `samples` and the ratios for this workload.
+    pub metric: Metric,
     pub title: String,
     pub unit: Unit,
     pub description: String,
@@ -101,7 +158,21 @@ pub fn derive(w: &mut WorkloadResult, execs_per_sample: Option<f64>) {
         Unit::MicrosPerOp => 1.0,
         Unit::MillisPerRun => 1e3,
     };
+    let med = |v: &[f64]| Some(crate::stats::median(v)).filter(|m| m.is_finite());
+    let plain_wall_cpu = w
+        .results
+        .iter()
+        .find(|r| r.variant == "plain" && r.failed.is_none())
+        .map(|r| (med(&r.samples_wall), med(&r.samples_cpu)));
     for r in &mut w.results {
+        if r.failed.is_none() {
+            r.median_wall = med(&r.samples_wall);
+            r.median_cpu = med(&r.samples_cpu);
+            if let Some((pw, pc)) = plain_wall_cpu {
+                r.ratio_plain_wall = r.median_wall.zip(pw).map(|(a, b)| a / b);
+                r.ratio_plain_cpu = r.median_cpu.zip(pc).map(|(a, b)| a / b);
+            }
+        }
         let Some(s) = r.summary.clone().filter(|_| r.failed.is_none()) else {
             continue;
         };
@@ -179,6 +250,15 @@ pub fn markdown(r: &Results) -> String {
         );
     }
     let _ = writeln!(o, "- command: `{}`", m.command);
+    let _ = writeln!(
+        o,
+        "- metric: **{}** (`--metric {}`); the other metric is listed under each workload",
+        m.metric.describe(),
+        match m.metric {
+            Metric::Cpu => "cpu",
+            Metric::Wall => "wall",
+        }
+    );
     let _ = writeln!(o, "- date: {} (took {:.0} s)", m.date_utc, m.duration_s);
     let _ = writeln!(
         o,
@@ -314,7 +394,13 @@ pub fn markdown(r: &Results) -> String {
     );
     for w in &r.workloads {
         let _ = writeln!(o, "\n### `{}`: {}\n", w.id, w.title);
-        let _ = writeln!(o, "{}. Unit: {}.\n", w.description, w.unit.label());
+        let _ = writeln!(
+            o,
+            "{}. Unit: {}. Metric: {}.\n",
+            w.description,
+            w.unit.label(),
+            w.metric.describe()
+        );
         if let Some(s) = &w.skipped {
             let _ = writeln!(o, "**SKIPPED: {s}**");
             continue;
@@ -371,6 +457,37 @@ pub fn markdown(r: &Results) -> String {
                 ratio(x.ratio_floor_c),
                 ratio(x.ratio_floor_rust),
                 signed(x.delta_plain)
+            );
+        }
+        let both: Vec<String> = w
+            .results
+            .iter()
+            .filter(|x| x.failed.is_none())
+            .map(|x| {
+                let f = |m: Option<f64>, r: Option<f64>| {
+                    format!(
+                        "{}{}",
+                        m.map(num).unwrap_or("–".into()),
+                        match r {
+                            Some(r) if x.variant != "plain" => format!(" ({r:.3}x)"),
+                            _ => String::new(),
+                        }
+                    )
+                };
+                format!(
+                    "{}: wall {}, CPU {}",
+                    x.variant,
+                    f(x.median_wall, x.ratio_plain_wall),
+                    f(x.median_cpu, x.ratio_plain_cpu)
+                )
+            })
+            .collect();
+        if !both.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nBoth metrics (medians, {}; ×plain): {}.",
+                w.unit.label(),
+                both.join("; ")
             );
         }
         let notes: Vec<String> = w

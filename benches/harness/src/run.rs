@@ -38,13 +38,35 @@ impl Env {
 #[derive(Debug)]
 pub struct Outcome {
     pub wall: Duration,
+    /// User + system CPU time of the whole process tree (every descendant
+    /// that was reaped), from getrusage(RUSAGE_CHILDREN) before and after.
+    pub cpu: Duration,
     pub stdout: String,
     pub stderr: String,
+}
+
+/// CPU time (user + system) of this process's reaped children so far.
+/// The kernel derives it from the scheduler's precise runtime, so it is exact
+/// to the microsecond, unlike tick-sampled figures.
+pub fn children_cpu() -> Duration {
+    // SAFETY: all-zero bytes are a valid `rusage` (plain integers and timevals).
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_CHILDREN is a valid `who`.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Runs `cmd` to completion with stdout/stderr captured in files (no pipe readers,
 /// so the timing covers spawn + the process's life + wait and nothing else).
 /// Fails when the command exits non-zero or is killed after `timeout`.
+/// The harness reaps one measured child at a time, so the RUSAGE_CHILDREN
+/// delta around it is that child's tree alone.
 pub fn run(mut cmd: Command, scratch: &Path, timeout: Duration) -> Result<Outcome, String> {
     let out_path = scratch.join("sample.stdout");
     let err_path = scratch.join("sample.stderr");
@@ -52,6 +74,7 @@ pub fn run(mut cmd: Command, scratch: &Path, timeout: Duration) -> Result<Outcom
     let err = File::create(&err_path).map_err(|e| format!("create {}: {e}", err_path.display()))?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     let (tx, rx) = mpsc::channel::<()>();
+    let cpu0 = children_cpu();
     let start = Instant::now();
     let mut child = cmd
         .spawn()
@@ -71,6 +94,7 @@ pub fn run(mut cmd: Command, scratch: &Path, timeout: Duration) -> Result<Outcom
     });
     let status = child.wait();
     let wall = start.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu0);
     let _ = tx.send(());
     let timed_out = watchdog.join().unwrap_or(false);
     let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
@@ -88,6 +112,7 @@ pub fn run(mut cmd: Command, scratch: &Path, timeout: Duration) -> Result<Outcom
     }
     Ok(Outcome {
         wall,
+        cpu,
         stdout,
         stderr,
     })

@@ -1,6 +1,7 @@
 //! The measured workloads and how one sample of each is taken.
 
 use crate::assets::git_env;
+use crate::report::Metric;
 use crate::run::{first_line, run, Env, Variant};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -88,11 +89,14 @@ pub struct Workload {
     pub skipped: Option<String>,
 }
 
-/// One measurement of one variant.
+/// One measurement of one variant, in the workload's unit.
 #[derive(Debug, Clone)]
 pub struct Sample {
-    pub value: f64,
-    /// For driver workloads: the first op in the process (cold call), µs.
+    /// Wall-clock time.
+    pub wall: f64,
+    /// CPU time (user + system) of the measured process tree.
+    pub cpu: f64,
+    /// For driver workloads: the first op in the process (cold call), wall µs.
     pub first: Option<f64>,
     /// First line of anything the run printed on stderr (a guard's messages).
     pub note: Option<String>,
@@ -114,19 +118,33 @@ fn note(stderr: &str) -> Option<String> {
     }
 }
 
-fn parse_ns(stdout: &str) -> Result<Vec<f64>, String> {
+/// Driver output: one `wall_ns cpu_ns` line per op.
+fn parse_ops(stdout: &str) -> Result<Vec<(f64, f64)>, String> {
     stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            l.trim()
-                .parse::<f64>()
-                .map_err(|e| format!("bad driver output {l:?}: {e}"))
+            let mut it = l.split_whitespace().map(str::parse::<f64>);
+            match (it.next(), it.next()) {
+                (Some(Ok(w)), Some(Ok(c))) => Ok((w, c)),
+                _ => Err(format!("bad driver output {l:?}")),
+            }
         })
         .collect()
 }
 
 impl Workload {
+    /// The metric this workload is judged on. The warm call is a tight loop of
+    /// sub-µs calls inside one process: whole-µs CPU accounting plus the cost
+    /// of reading it would swamp it, and it is never preempted for long, so
+    /// its median wall time is the measure.
+    pub fn metric(&self, asked: Metric) -> Metric {
+        match self.kind {
+            Kind::WarmEacces { .. } => Metric::Wall,
+            _ => asked,
+        }
+    }
+
     pub fn sample(&self, variant: &Variant, ctx: &Ctx<'_>) -> Result<Sample, String> {
         let timeout = Duration::from_secs(match self.kind {
             Kind::Make { .. } => 900,
@@ -159,6 +177,7 @@ impl Workload {
             Kind::Git { dir, git, iters } => {
                 // One sample = `iters` rounds of `git status` + `git log`, each its own process.
                 let mut total = Duration::ZERO;
+                let mut cpu = Duration::ZERO;
                 let mut last_note = None;
                 for _ in 0..*iters {
                     for args in [&["status"][..], &["log", "--oneline", "-n", "20"][..]] {
@@ -168,11 +187,13 @@ impl Workload {
                         ctx.env.apply(&mut c, variant);
                         let out = run(c, ctx.scratch, timeout)?;
                         total += out.wall;
+                        cpu += out.cpu;
                         last_note = last_note.or_else(|| note(&out.stderr));
                     }
                 }
                 return Ok(Sample {
-                    value: total.as_secs_f64() * 1e3,
+                    wall: total.as_secs_f64() * 1e3,
+                    cpu: cpu.as_secs_f64() * 1e3,
                     first: None,
                     note: last_note,
                 });
@@ -191,21 +212,25 @@ impl Workload {
                 first_line(&out.stderr)
             )),
             Kind::Driver { .. } | Kind::WarmEacces { .. } => {
-                let ns = parse_ns(&out.stdout)?;
-                if ns.is_empty() {
+                let ops = parse_ops(&out.stdout)?;
+                if ops.is_empty() {
                     return Err("driver printed no timings".into());
                 }
                 // The first op is the first call in a fresh process (a guard's
-                // cold path); the sample is the median of the warm ones.
-                let warm = if ns.len() > 1 { &ns[1..] } else { &ns[..] };
+                // cold path); the sample is taken over the warm ones.
+                let warm = if ops.len() > 1 { &ops[1..] } else { &ops[..] };
+                let wall: Vec<f64> = warm.iter().map(|o| o.0).collect();
+                let cpu: Vec<f64> = warm.iter().map(|o| o.1).collect();
                 Ok(Sample {
-                    value: crate::stats::median(warm) / 1e3,
-                    first: Some(ns[0] / 1e3),
+                    wall: crate::stats::median(&wall) / 1e3,
+                    cpu: crate::stats::median(&cpu) / 1e3,
+                    first: Some(ops[0].0 / 1e3),
                     note,
                 })
             }
             _ => Ok(Sample {
-                value: out.wall.as_secs_f64() * 1e3,
+                wall: out.wall.as_secs_f64() * 1e3,
+                cpu: out.cpu.as_secs_f64() * 1e3,
                 first: None,
                 note,
             }),

@@ -8,7 +8,9 @@
  * this (warm) process on TARGET, a non-executable system ELF, which the kernel
  * refuses with EACCES: a preload's decision cost without any process creation.
  *
- * Prints one line per op: nanoseconds. Exits 1 on the first failed op, with
+ * Prints one line per op: wall-clock nanoseconds, then CPU nanoseconds (user +
+ * system of this process and of the children it reaped during the op, which
+ * the kernel accounts precisely). Exits 1 on the first failed op, with
  * the reason on stderr, so a refused or broken exec never looks fast. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +30,19 @@ static long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long tv_ns(struct timeval tv) {
+    return (long long)tv.tv_sec * 1000000000LL + (long long)tv.tv_usec * 1000LL;
+}
+
+/* CPU time of this process plus its reaped children, in ns. */
+static long long cpu_ns(void) {
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    return tv_ns(self.ru_utime) + tv_ns(self.ru_stime) + tv_ns(kids.ru_utime) +
+           tv_ns(kids.ru_stime);
 }
 
 static const char *TRUE_PATH = "/bin/true";
@@ -130,12 +146,15 @@ int main(int argc, char **argv) {
         }
     }
     long long *ns = calloc((size_t)(k > 0 ? k : 1), sizeof *ns);
-    if (!ns) return 1;
+    long long *cpu = calloc((size_t)(k > 0 ? k : 1), sizeof *cpu);
+    if (!ns || !cpu) return 1;
     for (long i = 0; i < k; i++) {
+        long long c0 = cpu_ns();
         long long t0 = now_ns();
         if (one_op(mode, target) != 0) return 1;
         ns[i] = now_ns() - t0;
+        cpu[i] = cpu_ns() - c0;
     }
-    for (long i = 0; i < k; i++) printf("%lld\n", ns[i]);
+    for (long i = 0; i < k; i++) printf("%lld %lld\n", ns[i], cpu[i]);
     return 0;
 }
