@@ -82,3 +82,11 @@ long syscall(long nr, ...) {
     va_end(ap);
     return __execguard_syscall(nr, a, b, c, d, e, f);
 }
+
+/* Debug builds link the precompiled `core`, which is built for panic=unwind and so references
+ * the personality routine from its landing pads; without a definition the unoptimised library
+ * fails to load ("undefined symbol: rust_eh_personality"). This library is built with
+ * panic=abort, so no Rust frame ever unwinds and the routine is never called. Hidden, so it is
+ * never exported: a preloaded definition would interpose on the real one of Rust libraries that
+ * do unwind. */
+__attribute__((visibility("hidden"))) void rust_eh_personality(void) {}
