@@ -248,6 +248,20 @@ struct Chain<'r, A: StrList + ?Sized> {
     target: &'r [u8],
 }
 
+impl<A: StrList + ?Sized> Clone for Chain<'_, A> {
+    fn clone(&self) -> Self {
+        Chain {
+            arena: self.arena,
+            used: self.used,
+            prefix: self.prefix,
+            n: self.n,
+            current: self.current,
+            argv: self.argv,
+            target: self.target,
+        }
+    }
+}
+
 impl<'r, A: StrList + ?Sized> Chain<'r, A> {
     fn get(&self, p: Piece) -> &[u8] {
         match p {
@@ -288,6 +302,28 @@ impl<'r, A: StrList + ?Sized> Chain<'r, A> {
     }
 }
 
+/// How to start an allowed mutable script when the kernel itself refuses to execute files in
+/// mutable roots (the Landlock seal): exec its first interpreter outside the mutable roots with
+/// the argv the kernel's `binfmt_script` would have built.
+pub struct Launch<'r, A: StrList + ?Sized>(Chain<'r, A>);
+
+impl<A: StrList + ?Sized> Launch<'_, A> {
+    /// The program to exec (an interpreter named in a `#!` line).
+    pub fn program(&self) -> &[u8] {
+        self.0.get(self.0.current)
+    }
+    /// The arguments the kernel would add before the caller's `argv[1..]`: the program, then
+    /// the `#!` arguments and script names (at most `2 * MAX_CHAIN + 1`).
+    pub fn added_args(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        core::iter::once(self.program())
+            .chain(self.0.prefix[..self.0.n].iter().map(|&p| self.0.get(p)))
+    }
+    /// Its full argv: [`Launch::added_args`], then the caller's `argv[1..]`.
+    pub fn argv(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        core::iter::once(self.program()).chain(self.0.args())
+    }
+}
+
 /// Decides one exec call.
 pub fn decide<S, A, E>(sys: &mut S, ctx: &Context<'_, '_>, req: &Request<'_, A, E>) -> Verdict
 where
@@ -295,16 +331,38 @@ where
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    match decide_chain(sys, ctx, req) {
+    match decide_chain(sys, ctx, req, &mut None) {
         Ok(reason) => Verdict::Allow(reason),
         Err(verdict) => verdict,
     }
 }
 
-fn decide_chain<S, A, E>(
+/// [`decide`], and for an allowed exec whose target is a script in a mutable root (directly or
+/// through nested mutable scripts), the [`Launch`] that starts it through its interpreter.
+/// Only path targets are rewritten: for fd targets the kernel's own script name is a
+/// `/dev/fd/N` path the interpreter usually cannot open.
+pub fn decide_launch<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
-    req: &Request<'_, A, E>,
+    req: &Request<'r, A, E>,
+) -> (Verdict, Option<Launch<'r, A>>)
+where
+    S: Sys,
+    A: StrList + ?Sized,
+    E: StrList + ?Sized,
+{
+    let mut launch = None;
+    match decide_chain(sys, ctx, req, &mut launch) {
+        Ok(reason) => (Verdict::Allow(reason), launch.map(Launch)),
+        Err(verdict) => (verdict, None),
+    }
+}
+
+fn decide_chain<'r, S, A, E>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    req: &Request<'r, A, E>,
+    launch: &mut Option<Chain<'r, A>>,
 ) -> Result<Reason, Verdict>
 where
     S: Sys,
@@ -323,6 +381,8 @@ where
 
     let (at, follow) = req.target.at();
     let mut hop = inspect(sys, at, follow)?;
+    // While every file so far is a mutable script, a launch may be needed.
+    let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     let mut chain = Chain {
         arena: [0; MAX_CHAIN * BINPRM_BUF_SIZE],
         used: 0,
@@ -339,6 +399,12 @@ where
         let kpath = hop.kpath.as_bytes();
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
         let mutable = anonymous || policy.mutable_root_of(kpath).is_some();
+        if all_mutable_scripts && !mutable {
+            all_mutable_scripts = false;
+            if depth > 0 {
+                *launch = Some(chain.clone());
+            }
+        }
         let requested = chain.get(chain.current);
         check_allowed(policy, requested, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
@@ -487,6 +553,17 @@ fn check_objects<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, list: &[u8]) -> Res
         check_mutable_object(sys, ctx, entry, Reason::PreloadMutable)?;
     }
     Ok(())
+}
+
+/// Decides a shared object about to be mapped into the running process (`dlopen` with a path).
+pub fn decide_object<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, path: &[u8]) -> Verdict {
+    if ctx.policy.profile() == Profile::Breakglass {
+        return Verdict::Allow(Reason::Breakglass);
+    }
+    match check_mutable_object(sys, ctx, path, Reason::MutableNative) {
+        Ok(()) => Verdict::Allow(Reason::Allowed),
+        Err(v) => v,
+    }
 }
 
 /// `LD_LIBRARY_PATH`/`--library-path`: entries split at `:` and `;`; an empty entry is the cwd.

@@ -21,7 +21,9 @@ pub mod shebang;
 pub mod sys;
 pub mod text;
 
-pub use decide::{decide, Context, Request, RuntimeIds, Target, Verdict};
+pub use decide::{
+    decide, decide_launch, decide_object, Context, Launch, Request, RuntimeIds, Target, Verdict,
+};
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;
 pub use reason::Reason;

@@ -9,6 +9,7 @@
 //! audit_log = "/state/execguard/audit.jsonl"
 //! audit_allow = false                      # also record allowed execs
 //! runtime_profile = "/run/execguard/state/profile"  # root-owned file that may set the profile
+//! seal = false                             # the session runs under a Landlock exec seal
 //!
 //! [[runtime]]                               # a protected runtime and the wrapper that may start it
 //! name = "git"
@@ -62,6 +63,7 @@ pub struct Index {
     runtime_profile: Option<Span>,
     audit_log: Option<Span>,
     audit_allow: bool,
+    seal: bool,
     roots: [Span; MAX_ROOTS],
     n_roots: usize,
     allowed: [Span; MAX_ALLOWED],
@@ -77,6 +79,7 @@ impl Index {
         runtime_profile: None,
         audit_log: None,
         audit_allow: false,
+        seal: false,
         roots: [Span { start: 0, len: 0 }; MAX_ROOTS],
         n_roots: 0,
         allowed: [Span { start: 0, len: 0 }; MAX_ALLOWED],
@@ -306,6 +309,7 @@ const KEY_RUNTIME_PROFILE: u16 = 1 << 7;
 const KEY_NAME: u16 = 1 << 8;
 const KEY_PATH: u16 = 1 << 9;
 const KEY_WRAPPER: u16 = 1 << 10;
+const KEY_SEAL: u16 = 1 << 11;
 const RUNTIME_KEYS: u16 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
 
 fn is_command_name(s: &[u8]) -> bool {
@@ -372,6 +376,7 @@ impl<'a> Policy<'a> {
                 (false, b"audit_log") => KEY_AUDIT_LOG,
                 (false, b"audit_allow") => KEY_AUDIT_ALLOW,
                 (false, b"runtime_profile") => KEY_RUNTIME_PROFILE,
+                (false, b"seal") => KEY_SEAL,
                 (true, b"name") => KEY_NAME,
                 (true, b"path") => KEY_PATH,
                 (true, b"wrapper") => KEY_WRAPPER,
@@ -418,6 +423,7 @@ impl<'a> Policy<'a> {
                     *slot = Some(v);
                 }
                 KEY_AUDIT_ALLOW => idx.audit_allow = c.boolean()?,
+                KEY_SEAL => idx.seal = c.boolean()?,
                 KEY_ROOTS => {
                     let (roots, n) = (&mut idx.roots, &mut idx.n_roots);
                     c.array(|c, v| {
@@ -556,6 +562,12 @@ impl<'a> Policy<'a> {
         self.index.audit_allow
     }
 
+    /// Does the session run under the Landlock exec seal? Then the guard starts mutable
+    /// scripts through their interpreter, since the kernel refuses to execute them.
+    pub fn seal(&self) -> bool {
+        self.index.seal
+    }
+
     pub fn runtime_profile(&self) -> Option<&'a [u8]> {
         self.index.runtime_profile.map(|s| self.get(s))
     }
@@ -596,6 +608,7 @@ allow_commands = ["git", "/usr/bin/make"]
 audit_log = "/state/audit.jsonl"
 audit_allow = true
 runtime_profile = "/run/execguard/state/profile"
+seal = true
 
 [[runtime]]
 name = "git"

@@ -6,7 +6,9 @@ use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
 use execguard_policy::path::PATH_MAX;
 use execguard_policy::sys::{env_values, StrList, EACCES};
-use execguard_policy::{decide, Context, Policy, Profile, Reason, Request, Target, Verdict};
+use execguard_policy::{
+    decide, decide_launch, Context, Launch, Policy, Profile, Reason, Request, Target, Verdict,
+};
 use libc::{c_char, c_int};
 
 /// The libc entry point that was called (audit records name it).
@@ -26,6 +28,7 @@ pub enum Entry {
     Syscall,
     System,
     Popen,
+    Dlopen,
 }
 
 impl Entry {
@@ -45,6 +48,7 @@ impl Entry {
             Entry::Syscall => "syscall",
             Entry::System => "system",
             Entry::Popen => "popen",
+            Entry::Dlopen => "dlopen",
         }
     }
 }
@@ -61,8 +65,17 @@ pub enum EnvRewrite {
     Forbidden,
 }
 
+/// What to exec after an allow: the caller's own program and argv, or (under the seal) the
+/// interpreter of a mutable script with the argv the kernel would have built.
+pub struct Exec {
+    pub env: *const *const c_char,
+    /// `Some((program, argv))` when the guard starts a mutable script through its interpreter.
+    pub launch: Option<(*const c_char, *const *const c_char)>,
+}
+
 /// Decides one exec. On allow, `run` gets the environment to pass (the caller's, or the
-/// rewritten one in host mode); on refusal, `fail` gets the errno.
+/// rewritten one in host mode) and, under the seal, the interpreter launch; on refusal, `fail`
+/// gets the errno.
 ///
 /// # Safety
 /// `argv` and `envp` are NULL or NULL-terminated arrays of valid C strings.
@@ -72,7 +85,7 @@ pub unsafe fn guarded<R>(
     argv: *const *const c_char,
     envp: *const *const c_char,
     rewrite: EnvRewrite,
-    run: impl FnOnce(*const *const c_char) -> R,
+    run: impl FnOnce(Exec) -> R,
     fail: impl FnOnce(c_int) -> R,
 ) -> R {
     state::with(|loaded| {
@@ -112,7 +125,12 @@ pub unsafe fn guarded<R>(
                 argv: &argv,
                 envp: &env,
             };
-            match decide(&mut LibcSys, &ctx, &req) {
+            let (verdict, launch) = if policy.seal() {
+                decide_launch(&mut LibcSys, &ctx, &req)
+            } else {
+                (decide(&mut LibcSys, &ctx, &req), None)
+            };
+            match verdict {
                 Verdict::Allow(reason) => {
                     let audit = policy.audit_allow() || reason == Reason::Breakglass;
                     if audit
@@ -127,7 +145,19 @@ pub unsafe fn guarded<R>(
                     {
                         return fail(EACCES);
                     }
-                    run(env.as_ptr())
+                    match launch {
+                        None => run(Exec {
+                            env: env.as_ptr(),
+                            launch: None,
+                        }),
+                        Some(launch) => with_launch_argv(&launch, &argv, |program, new_argv| {
+                            run(Exec {
+                                env: env.as_ptr(),
+                                launch: Some((program, new_argv)),
+                            })
+                        })
+                        .unwrap_or_else(|| fail(libc::E2BIG)),
+                    }
                 }
                 Verdict::Deny {
                     reason,
@@ -148,6 +178,47 @@ pub unsafe fn guarded<R>(
             }
         })
     })
+}
+
+/// Most caller arguments a sealed script launch can carry (more: `E2BIG`).
+const MAX_LAUNCH_ARGS: usize = 1024;
+
+/// Builds the C argv of a [`Launch`] on the stack: the added arguments copied with NULs, then
+/// the caller's own `argv[1..]` pointers. `None` when it does not fit.
+fn with_launch_argv<R>(
+    launch: &Launch<'_, CList>,
+    argv: &CList,
+    f: impl FnOnce(*const c_char, *const *const c_char) -> R,
+) -> Option<R> {
+    const ADDED: usize = 2 * execguard_policy::decide::MAX_CHAIN + 1;
+    let mut text = [0u8; ADDED * (execguard_policy::shebang::BINPRM_BUF_SIZE + 1) + PATH_MAX];
+    let mut ptrs: [*const c_char; ADDED + MAX_LAUNCH_ARGS + 1] =
+        [core::ptr::null(); ADDED + MAX_LAUNCH_ARGS + 1];
+    let (mut used, mut n) = (0, 0);
+    for a in launch.added_args() {
+        if used + a.len() + 1 > text.len() || n == ADDED {
+            return None;
+        }
+        text[used..used + a.len()].copy_from_slice(a);
+        text[used + a.len()] = 0;
+        used += a.len() + 1;
+        n += 1;
+    }
+    // Offsets first, pointers after: `text` must not move once pointers into it exist.
+    let mut start = 0;
+    for slot in ptrs.iter_mut().take(n) {
+        *slot = text[start..].as_ptr().cast();
+        start += text[start..].iter().position(|&c| c == 0).unwrap_or(0) + 1;
+    }
+    let rest = argv.len().saturating_sub(1);
+    if rest > MAX_LAUNCH_ARGS {
+        return None;
+    }
+    for i in 1..argv.len() {
+        ptrs[n] = argv.get(i)?.as_ptr().cast();
+        n += 1;
+    }
+    Some(f(ptrs[0], ptrs.as_ptr()))
 }
 
 fn is_entry(e: &[u8], prefix: &[u8]) -> bool {
@@ -310,4 +381,57 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
 pub unsafe fn arg<'a>(p: *const c_char) -> &'a [u8] {
     // SAFETY: forwarded.
     unsafe { c_bytes(p) }
+}
+
+/// The dlopen check: `None` to let the call through, or the path the failing call is made with
+/// (`/proc/execguard/denied/<reason>`, which cannot exist).
+pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
+    state::with(|loaded| {
+        let verdict = match loaded.policy() {
+            Ok(policy) => {
+                let ctx = Context {
+                    policy: &policy,
+                    runtimes: &loaded.runtimes,
+                    self_lib: loaded.self_lib(),
+                };
+                let v = execguard_policy::decide_object(&mut LibcSys, &ctx, path);
+                if let Verdict::Deny {
+                    reason,
+                    path: ref decided,
+                    ..
+                } = v
+                {
+                    report(
+                        Some(&policy),
+                        Entry::Dlopen,
+                        false,
+                        reason,
+                        decided.as_bytes(),
+                        path,
+                    );
+                }
+                v
+            }
+            Err(reason) => {
+                report(None, Entry::Dlopen, false, reason, path, path);
+                Verdict::Deny {
+                    reason,
+                    errno: EACCES,
+                    path: execguard_policy::path::PathBuf::new(),
+                }
+            }
+        };
+        match verdict {
+            Verdict::Deny { reason, .. } => {
+                let mut out = [0u8; 64];
+                let prefix = b"/proc/execguard/denied/";
+                let code = reason.code().as_bytes();
+                out[..prefix.len()].copy_from_slice(prefix);
+                let n = code.len().min(out.len() - prefix.len() - 1);
+                out[prefix.len()..prefix.len() + n].copy_from_slice(&code[..n]);
+                Some(out)
+            }
+            _ => None,
+        }
+    })
 }

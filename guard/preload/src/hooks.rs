@@ -47,6 +47,7 @@ impl Real {
 static REAL_POSIX_SPAWN: Real = Real::new(b"posix_spawn\0");
 static REAL_SYSTEM: Real = Real::new(b"system\0");
 static REAL_POPEN: Real = Real::new(b"popen\0");
+static REAL_DLOPEN: Real = Real::new(b"dlopen\0");
 
 type PosixSpawnFn = unsafe extern "C" fn(
     *mut pid_t,
@@ -86,7 +87,12 @@ unsafe fn exec_path(
             envp,
             EnvRewrite::Allowed,
             // SAFETY: the kernel validates the pointers; execve returns only on failure.
-            |env| fail_errno(-(raw::execve(path, argv, env) as c_int)),
+            |exec| match exec.launch {
+                None => fail_errno(-(raw::execve(path, argv, exec.env) as c_int)),
+                Some((program, new_argv)) => {
+                    fail_errno(-(raw::execve(program, new_argv, exec.env) as c_int))
+                }
+            },
             fail_errno,
         )
     }
@@ -121,8 +127,14 @@ unsafe fn exec_at(
             argv,
             envp,
             EnvRewrite::Allowed,
-            // SAFETY: the kernel validates the pointers; execveat returns only on failure.
-            |env| fail_errno(-(raw::execveat(dirfd, path, argv, env, flags) as c_int)),
+            // SAFETY: the kernel validates the pointers; execveat returns only on failure. Only
+            // path targets get a launch, and a launch's program is resolved from the cwd.
+            |exec| match exec.launch {
+                None => fail_errno(-(raw::execveat(dirfd, path, argv, exec.env, flags) as c_int)),
+                Some((program, new_argv)) => {
+                    fail_errno(-(raw::execve(program, new_argv, exec.env) as c_int))
+                }
+            },
             fail_errno,
         )
     }
@@ -383,7 +395,17 @@ unsafe fn spawn(
             argv,
             envp,
             EnvRewrite::Allowed,
-            |env| real(pid, path, actions, attr, argv.cast(), env.cast()),
+            |exec| match exec.launch {
+                None => real(pid, path, actions, attr, argv.cast(), exec.env.cast()),
+                Some((program, new_argv)) => real(
+                    pid,
+                    program,
+                    actions,
+                    attr,
+                    new_argv.cast(),
+                    exec.env.cast(),
+                ),
+            },
             |e| e,
         )
     }
@@ -512,5 +534,65 @@ pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *
                 core::ptr::null_mut()
             },
         )
+    }
+}
+
+/// memfd_create: unless the caller asks for an executable memfd (`MFD_EXEC`), add
+/// `MFD_NOEXEC_SEAL` (Linux 6.3+) where the profile forbids anonymous native code, so the
+/// kernel itself refuses to execute it (Landlock does not restrict memfds). Older kernels
+/// reject the flag with EINVAL; the call is then repeated as the caller made it.
+#[no_mangle]
+pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: libc::c_uint) -> c_int {
+    const MFD_NOEXEC_SEAL: libc::c_uint = 0x0008;
+    const MFD_EXEC: libc::c_uint = 0x0010;
+    let seal = flags & (MFD_EXEC | MFD_NOEXEC_SEAL) == 0
+        && crate::state::with(|loaded| {
+            loaded
+                .policy()
+                .map_or(true, |p| !p.profile().allows_anonymous_native())
+        });
+    let call = |f: libc::c_uint| {
+        // SAFETY: memfd_create's arguments forwarded; the kernel validates `name`.
+        unsafe {
+            raw::syscall6(
+                libc::SYS_memfd_create,
+                [name as c_long, f as c_long, 0, 0, 0, 0],
+            )
+        }
+    };
+    let mut ret = if seal {
+        call(flags | MFD_NOEXEC_SEAL)
+    } else {
+        call(flags)
+    };
+    if seal && ret == -c_long::from(libc::EINVAL) {
+        ret = call(flags);
+    }
+    libc_result(ret) as c_int
+}
+
+/// dlopen of a file by path: a shared object from a mutable root is native code from a mutable
+/// place. Refused objects are reported like execs and the call fails through the real dlopen
+/// of a path that cannot exist, so `dlerror()` names the refusal.
+#[no_mangle]
+pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut libc::c_void {
+    let Some(real) = REAL_DLOPEN.get() else {
+        return core::ptr::null_mut();
+    };
+    // SAFETY: dlsym returned glibc's dlopen.
+    let real: unsafe extern "C" fn(*const c_char, c_int) -> *mut libc::c_void =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    // SAFETY: NULL or a C string per dlopen's contract.
+    let name = unsafe { arg(filename) };
+    if !name.contains(&b'/') {
+        // SAFETY: forwarded; names without a slash are searched in library directories, which
+        // the guard checks at exec time (LD_LIBRARY_PATH).
+        return unsafe { real(filename, flags) };
+    }
+    match crate::guard::decide_dlopen(name) {
+        // SAFETY: forwarded as the caller made it.
+        None => unsafe { real(filename, flags) },
+        // SAFETY: a NUL-terminated path that does not exist; dlopen fails with its own message.
+        Some(denied) => unsafe { real(denied.as_ptr().cast(), flags) },
     }
 }
