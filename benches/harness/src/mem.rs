@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 #[derive(Debug, Clone, Serialize)]
 pub struct MemResult {
     pub variant: String,
+    /// `start`: right after start-up; `after_exec_call`: after one execve
+    /// call that the kernel refused (a lazily initialised preload is set up).
+    pub phase: String,
     /// Medians over the runs, in kB.
     pub vm_rss_kb: f64,
     pub pss_kb: f64,
@@ -24,8 +27,16 @@ fn field_kb(text: &str, key: &str) -> Option<f64> {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-fn one(sleeper: &Path, env: &Env, variant: &Variant) -> Result<(f64, f64, f64), String> {
+fn one(
+    sleeper: &Path,
+    target: Option<&Path>,
+    env: &Env,
+    variant: &Variant,
+) -> Result<(f64, f64, f64), String> {
     let mut cmd = Command::new(sleeper);
+    if let Some(t) = target {
+        cmd.arg(t);
+    }
     env.apply(&mut cmd, variant);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -62,12 +73,34 @@ fn one(sleeper: &Path, env: &Env, variant: &Variant) -> Result<(f64, f64, f64), 
 /// VmRSS, Pss and Private samples, and the last error, for one variant.
 type Acc = (Vec<f64>, Vec<f64>, Vec<f64>, Option<String>);
 
-pub fn measure(sleeper: &Path, env: &Env, variants: &[Variant], runs: usize) -> Vec<MemResult> {
+/// Memory of the sleeper under each variant, right after start-up and, when
+/// `target` is given, after one refused execve call.
+pub fn measure(
+    sleeper: &Path,
+    target: Option<&Path>,
+    env: &Env,
+    variants: &[Variant],
+    runs: usize,
+) -> Vec<MemResult> {
+    let mut out = phase(sleeper, None, env, variants, runs);
+    if target.is_some() {
+        out.extend(phase(sleeper, target, env, variants, runs));
+    }
+    out
+}
+
+fn phase(
+    sleeper: &Path,
+    target: Option<&Path>,
+    env: &Env,
+    variants: &[Variant],
+    runs: usize,
+) -> Vec<MemResult> {
     let mut acc: Vec<Acc> = vec![Default::default(); variants.len()];
     // Interleaved like the timings, although memory is not noisy.
     for _ in 0..runs {
         for (i, v) in variants.iter().enumerate() {
-            match one(sleeper, env, v) {
+            match one(sleeper, target, env, v) {
                 Ok((r, p, pr)) => {
                     acc[i].0.push(r);
                     acc[i].1.push(p);
@@ -82,6 +115,11 @@ pub fn measure(sleeper: &Path, env: &Env, variants: &[Variant], runs: usize) -> 
         .zip(acc)
         .map(|(v, (r, p, pr, err))| MemResult {
             variant: v.name.clone(),
+            phase: if target.is_some() {
+                "after_exec_call".into()
+            } else {
+                "start".into()
+            },
             vm_rss_kb: median(&r),
             pss_kb: median(&p),
             private_kb: median(&pr),

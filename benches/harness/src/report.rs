@@ -558,17 +558,21 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(o, "\n## Memory per process\n");
     let _ = writeln!(
         o,
-        "A tiny C program that blocks on stdin after start-up, read through /proc/PID/status and \
-         /proc/PID/smaps_rollup (median over runs, kB). Private = Private_Clean + Private_Dirty: \
+        "A tiny C program that blocks on stdin after start-up (and, in the second half, after one \
+         `execve` call that the kernel refuses, so that a lazily initialised preload has set itself \
+         up), read through /proc/PID/status and /proc/PID/smaps_rollup (median over runs, kB). Private = Private_Clean + Private_Dirty: \
          what this process alone costs.\n"
     );
     let _ = writeln!(
         o,
-        "| variant | VmRSS | Δ VmRSS | Pss | Δ Pss | Private | Δ Private | runs |"
+        "| variant | when | VmRSS | Δ VmRSS | Pss | Δ Pss | Private | Δ Private | runs |"
     );
-    let _ = writeln!(o, "| --- | --- | --- | --- | --- | --- | --- | --- |");
-    let base = r.memory.iter().find(|x| x.variant == "plain");
+    let _ = writeln!(o, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for x in &r.memory {
+        let base = r
+            .memory
+            .iter()
+            .find(|b| b.variant == "plain" && b.phase == x.phase);
         let is_base = x.variant == "plain";
         let d = |a: f64, b: Option<f64>| match b {
             Some(b) if !is_base => signed(Some(a - b)),
@@ -576,8 +580,12 @@ pub fn markdown(r: &Results) -> String {
         };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {}{} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
             x.variant,
+            match x.phase.as_str() {
+                "start" => "after start-up",
+                _ => "after one execve call",
+            },
             num(x.vm_rss_kb),
             d(x.vm_rss_kb, base.map(|b| b.vm_rss_kb)),
             num(x.pss_kb),
