@@ -1,0 +1,433 @@
+//! Shared helpers for the guard's integration tests: the guard library (built fresh, debug),
+//! the C probe programs (compiled once per test binary with `cc`), and per-test fixtures with a
+//! workspace, a non-mutable "system" directory and a policy.
+//!
+//! Nothing here skips: a missing compiler, library or interpreter fails the test that needs it.
+#![allow(dead_code)]
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+pub const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+pub const PYTHON: &str = "/usr/bin/python3";
+pub const EACCES: i32 = libc::EACCES;
+pub const ENOENT: i32 = libc::ENOENT;
+pub const ENOEXEC: i32 = libc::ENOEXEC;
+pub const ELOOP: i32 = libc::ELOOP;
+pub const ENAMETOOLONG: i32 = libc::ENAMETOOLONG;
+
+/// Everything the tests run.
+pub struct Tools {
+    /// `libexecguard.so`, debug build of the current sources.
+    pub lib: PathBuf,
+    /// The `execguard` CLI.
+    pub cli: PathBuf,
+    /// `probe.c`: calls one exec entry point and reports.
+    pub probe: PathBuf,
+    /// `argv.c`: prints its argv (the payload, the runtime, the `#!` interpreter).
+    pub argv: PathBuf,
+    /// `evil.c`: a shared object that announces itself when mapped.
+    pub evil: PathBuf,
+}
+
+pub fn tools() -> &'static Tools {
+    static TOOLS: OnceLock<Tools> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let dir = support_dir();
+        Tools {
+            lib: build_guard(),
+            cli: PathBuf::from(env!("CARGO_BIN_EXE_execguard")),
+            probe: compile(&dir, "probe.c", "probe", &[]),
+            argv: compile(&dir, "argv.c", "argv", &[]),
+            evil: compile(&dir, "evil.c", "evil.so", &["-shared", "-fPIC"]),
+        }
+    })
+}
+
+/// `$CARGO_TARGET_TMPDIR`, canonical: outside every built-in mutable root (checked).
+pub fn target_tmp() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let bytes = dir.as_os_str().as_bytes();
+    for root in execguard_policy::policy::BUILTIN_MUTABLE_ROOTS {
+        assert!(
+            !execguard_policy::path::is_under(bytes, root),
+            "the cargo target directory {} lies in the built-in mutable root {}: the tests need a \
+             non-mutable place for system-like files; use a target directory elsewhere",
+            dir.display(),
+            String::from_utf8_lossy(root)
+        );
+    }
+    dir
+}
+
+fn support_dir() -> PathBuf {
+    let dir = target_tmp().join("execguard-support");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Builds the guard library of the current sources (debug profile) and returns its path. The
+/// outer `cargo test` does not build a cdylib that no test target links, so a fresh build is
+/// the only way to be sure the library under test is the code under test.
+fn build_guard() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "execguard-preload",
+            "--message-format=json",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cannot run cargo to build execguard-preload");
+    assert!(
+        out.status.success(),
+        "cargo build -p execguard-preload failed"
+    );
+    let mut found = None;
+    for line in out.stdout.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+        let v: serde_json::Value = serde_json::from_slice(line).unwrap();
+        if v["reason"] == "compiler-artifact" && v["target"]["name"] == "execguard" {
+            for f in v["filenames"].as_array().unwrap() {
+                let f = f.as_str().unwrap();
+                if f.ends_with("/libexecguard.so") {
+                    found = Some(PathBuf::from(f));
+                }
+            }
+        }
+    }
+    let lib = found.expect("cargo built no libexecguard.so");
+    assert!(
+        lib.components().any(|c| c.as_os_str() == "debug"),
+        "{} is not the debug build",
+        lib.display()
+    );
+    lib.canonicalize().unwrap()
+}
+
+/// Compiles one C file from tests/support with `cc` (once per test binary; concurrent test
+/// binaries each write their own file and rename it into place).
+fn compile(dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/support")
+        .join(src);
+    let dst = dir.join(out);
+    let tmp = dir.join(format!("{out}.{}.tmp", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .args(extra)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .status()
+        .expect("cannot run cc (install build-essential)");
+    assert!(status.success(), "cc failed for {}", src.display());
+    std::fs::rename(&tmp, &dst).unwrap();
+    dst
+}
+
+/// A path as it must appear in a policy string.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// One test's world:
+/// - `base`: a non-mutable directory under the cargo target dir;
+/// - `ws`: `base/ws`, the workspace named by the policy (mutable only because the policy says so);
+/// - `sys`: `base/sys`, non-mutable, for "system" programs (copies of the helpers);
+/// - `tmp`: a directory under `/tmp` (a built-in mutable root).
+pub struct Fixture {
+    pub base: PathBuf,
+    pub ws: PathBuf,
+    pub sys: PathBuf,
+    pub tmp: PathBuf,
+    pub audit: PathBuf,
+    /// `ws/payload`: a copy of the argv printer (native code in the workspace).
+    pub payload: PathBuf,
+    /// `ws/evil.so`.
+    pub evil: PathBuf,
+    /// `sys/argv`: the argv printer in a non-mutable place.
+    pub sys_argv: PathBuf,
+}
+
+impl Fixture {
+    pub fn new(name: &str) -> Fixture {
+        let t = tools();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{name}-{}-{n}", std::process::id());
+        let base = target_tmp().join("execguard-fixtures").join(&id);
+        let _ = std::fs::remove_dir_all(&base);
+        let ws = base.join("ws");
+        let sys = base.join("sys");
+        let tmp = PathBuf::from("/tmp").join(format!("execguard-test-{id}"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        for d in [&ws, &sys, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let tmp = tmp.canonicalize().unwrap();
+        let f = Fixture {
+            audit: base.join("audit.jsonl"),
+            payload: ws.join("payload"),
+            evil: ws.join("evil.so"),
+            sys_argv: sys.join("argv"),
+            base,
+            ws,
+            sys,
+            tmp,
+        };
+        copy(&t.argv, &f.payload);
+        copy(&t.evil, &f.evil);
+        copy(&t.argv, &f.sys_argv);
+        f
+    }
+
+    /// A policy for this fixture: the given profile, the workspace, the audit log, then `extra`
+    /// (more top-level keys first, `[[runtime]]` tables last).
+    pub fn policy(&self, profile: &str, extra: &str) -> String {
+        format!(
+            "version = 1\nprofile = \"{profile}\"\nworkspace = \"{}\"\naudit_log = \"{}\"\n{extra}",
+            s(&self.ws),
+            s(&self.audit)
+        )
+    }
+
+    pub fn strict(&self) -> String {
+        self.policy("strict", "")
+    }
+
+    /// `sys/rt` (a copy of the argv printer) protected, `sys/wrapper` (a copy of the probe) its
+    /// wrapper. Returns the policy's `[[runtime]]` table.
+    pub fn runtime(&self) -> String {
+        copy(&tools().argv, &self.sys.join("rt"));
+        copy(&tools().probe, &self.sys.join("wrapper"));
+        format!(
+            "[[runtime]]\nname = \"rt\"\npath = \"{}\"\nwrapper = \"{}\"\n",
+            s(&self.sys.join("rt")),
+            s(&self.sys.join("wrapper"))
+        )
+    }
+
+    /// The PATH every guarded process starts with: `sys` first (so `#!/usr/bin/env rt` finds
+    /// the protected runtime), then the usual directories.
+    pub fn path_var(&self) -> OsString {
+        let mut p = self.sys.clone().into_os_string();
+        p.push(":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        p
+    }
+
+    /// A command with a clean environment, the guard preloaded and `policy` inline (host mode),
+    /// running in the workspace.
+    pub fn guarded(&self, policy: &str, program: impl AsRef<OsStr>) -> Command {
+        let mut c = self.plain(program);
+        c.env("LD_PRELOAD", &tools().lib)
+            .env("EXECGUARD_POLICY", policy);
+        c
+    }
+
+    /// The same environment without the guard.
+    pub fn plain(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut c = Command::new(program);
+        c.env_clear()
+            .env("PATH", self.path_var())
+            .env("LANG", "C")
+            .current_dir(&self.ws)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs the probe under the guard: `probe ARGS...`.
+    pub fn probe<I, A>(&self, policy: &str, args: I) -> Outcome
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        run(self.guarded(policy, &tools().probe).args(args))
+    }
+
+    /// A file in `dir` with `content`, mode 0755.
+    pub fn write_exec(&self, path: &Path, content: &[u8]) {
+        std::fs::write(path, content).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Every record of the audit log (each line must be one JSON object).
+    pub fn audit_records(&self) -> Vec<serde_json::Value> {
+        read_audit(&self.audit)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        // Keep the evidence when the test failed.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.base);
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+pub fn read_audit(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read(path).unwrap_or_default();
+    text.split(|&c| c == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_slice(l).unwrap_or_else(|e| {
+                panic!(
+                    "audit line is not one JSON object ({e}): {}",
+                    String::from_utf8_lossy(l)
+                )
+            })
+        })
+        .collect()
+}
+
+pub fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to)
+        .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", from.display(), to.display()));
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A path from raw bytes.
+pub fn bytes_path(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsString::from_vec(b.to_vec()))
+}
+
+pub fn run(cmd: &mut Command) -> Outcome {
+    let what = format!("{cmd:?}");
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    Outcome::new(what, out)
+}
+
+/// What a process did.
+pub struct Outcome {
+    pub what: String,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The probe's report line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub entry: String,
+    pub ret: i64,
+    pub errno: i32,
+    pub status: Option<i32>,
+}
+
+impl Outcome {
+    pub fn new(what: String, out: Output) -> Outcome {
+        Outcome {
+            what,
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// The probe's `PROBE ...` line, if it printed one.
+    pub fn report(&self) -> Option<Report> {
+        let line = self.stdout.lines().find(|l| l.starts_with("PROBE "))?;
+        let field = |k: &str| {
+            line.split(' ')
+                .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+                .map(str::to_string)
+        };
+        Some(Report {
+            entry: field("entry")?,
+            ret: field("ret")?.parse().ok()?,
+            errno: field("errno")?.parse().ok()?,
+            status: field("status").and_then(|s| s.parse().ok()),
+        })
+    }
+
+    /// Did an argv printer (payload, runtime, interpreter) run?
+    pub fn ran(&self) -> bool {
+        self.stdout.lines().any(|l| l.starts_with("ARGV "))
+    }
+
+    /// The argv printed by an argv printer, decoded.
+    pub fn printed_argv(&self) -> Option<Vec<Vec<u8>>> {
+        let mut lines = self.stdout.lines().skip_while(|l| !l.starts_with("ARGV "));
+        let n: usize = lines.next()?.strip_prefix("ARGV ")?.parse().ok()?;
+        let mut v = Vec::new();
+        for l in lines.take(n) {
+            let hex = l.strip_prefix("ARG ")?;
+            v.push(
+                (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect(),
+            );
+        }
+        (v.len() == n).then_some(v)
+    }
+
+    /// Every `execguard: denied <reason>: <path>` line on stderr, as (reason, path).
+    pub fn denials(&self) -> Vec<(String, String)> {
+        self.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("execguard: denied "))
+            .filter_map(|r| {
+                let (reason, path) = r.split_once(": ")?;
+                Some((reason.to_string(), path.to_string()))
+            })
+            .collect()
+    }
+
+    pub fn has_denial(&self, reason: &str) -> bool {
+        self.denials().iter().any(|(r, _)| r == reason)
+    }
+
+    /// The probe reported that its exec-family call failed with `errno`.
+    #[track_caller]
+    pub fn assert_exec_failed(&self, errno: i32) {
+        let r = self
+            .report()
+            .unwrap_or_else(|| panic!("no PROBE line\n{self}"));
+        assert_eq!((r.ret, r.errno), (-1, errno), "exec result\n{self}");
+    }
+
+    /// Refused with `reason`: a denial line, nothing ran, and the call failed.
+    #[track_caller]
+    pub fn assert_denied(&self, reason: &str) {
+        assert!(self.has_denial(reason), "expected denial {reason}\n{self}");
+        assert!(!self.ran(), "the refused program ran\n{self}");
+        assert!(
+            !self.stderr.contains("EVIL_SO_LOADED"),
+            "the refused shared object was mapped\n{self}"
+        );
+    }
+
+    /// The argv printer ran and no denial was printed.
+    #[track_caller]
+    pub fn assert_ran(&self) {
+        assert!(self.ran(), "expected the program to run\n{self}");
+        assert!(self.denials().is_empty(), "unexpected denial\n{self}");
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--- {}\n--- exit {:?}\n--- stdout:\n{}--- stderr:\n{}---",
+            self.what, self.code, self.stdout, self.stderr
+        )
+    }
+}
