@@ -84,6 +84,9 @@ struct Cli {
     /// TrueType font for the chart's text, or `none` for a chart without text.
     #[arg(long, value_name = "PATH")]
     font: Option<PathBuf>,
+    /// A line of free text for the report's header (e.g. where the guard was built from).
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
     /// Keep the temporary build and work directory.
     #[arg(long)]
     keep_tmp: bool,
@@ -278,6 +281,12 @@ fn real_main(cli: Cli) -> Result<(), String> {
     }
     for v in &variants {
         check_preload(v, &env)?;
+    }
+    if cli.guard.is_some() && cli.bin_dir.is_none() {
+        loud(
+            "the measured programs are built under the temp dir, a mutable root: a strict guard \
+             will refuse the exec chain's self-exec; pass --bin-dir to an immutable directory",
+        );
     }
 
     // Library facts.
@@ -494,6 +503,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             env_keys: env.pairs.iter().map(|(k, _)| k.clone()).collect(),
             inherited_ld_preload: std::env::var("LD_PRELOAD").ok(),
             bin_dir: bin_dir.display().to_string(),
+            note: cli.note.clone(),
         },
         variants: variants
             .iter()

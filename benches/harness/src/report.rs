@@ -47,6 +47,8 @@ pub struct Meta {
     /// LD_PRELOAD the harness itself was started with (removed for every run).
     pub inherited_ld_preload: Option<String>,
     pub bin_dir: String,
+    /// `--note`: free text from whoever ran it.
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -294,6 +296,9 @@ pub fn markdown(r: &Results) -> String {
         );
     }
     let _ = writeln!(o, "- measured programs built into: `{}`", m.bin_dir);
+    if let Some(n) = &m.note {
+        let _ = writeln!(o, "- note: {n}");
+    }
 
     let _ = writeln!(o, "\n## Variants\n");
     let _ = writeln!(o, "| variant | what | library |");
