@@ -1,0 +1,300 @@
+//! Bad input: NULL/empty argv and envp, long and non-UTF-8 paths, directories, missing targets,
+//! garbage and overlong `#!` lines, deep `#!` chains, and broken policies (fail closed).
+
+mod support;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use support::*;
+
+#[test]
+fn null_or_empty_argv_is_refused() {
+    let f = Fixture::new("argv-empty");
+    let p = f.strict();
+    for opt in ["--argv-null", "--argv-empty"] {
+        for entry in ["execve", "execv", "execl", "execveat", "syscall-execve"] {
+            let o = f.probe(&p, [opt, entry, "/bin/true"]);
+            assert!(o.has_denial("argv_empty"), "[{opt} {entry}]\n{o}");
+            o.assert_exec_failed(EACCES);
+        }
+        let o = f.probe(&p, [opt, "posix_spawn", "/bin/true"]);
+        assert!(o.has_denial("argv_empty"), "[{opt} posix_spawn]\n{o}");
+        assert_eq!(o.report().unwrap().ret, i64::from(EACCES), "{o}");
+    }
+}
+
+#[test]
+fn null_or_empty_envp() {
+    let f = Fixture::new("envp-null");
+    let p = f.strict();
+    for opt in ["--env-null", "--env-empty"] {
+        for entry in ["execve", "execle", "execveat", "posix_spawn"] {
+            f.probe(&p, [opt, entry, s(&f.sys_argv)]).assert_ran();
+            let o = f.probe(&p, [opt, entry, s(&f.payload)]);
+            o.assert_denied("mutable_native");
+        }
+    }
+}
+
+#[test]
+fn path_longer_than_path_max_keeps_the_kernel_errno() {
+    let f = Fixture::new("long-path");
+    let p = f.strict();
+    let long = format!("{}/{}", s(&f.ws), "a/".repeat(2100));
+    for entry in ["execve", "execvp", "execveat", "syscall-execve"] {
+        let o = f.probe(&p, [entry, &long]);
+        o.assert_exec_failed(ENAMETOOLONG);
+        assert!(o.denials().is_empty(), "[{entry}] {o}");
+    }
+    let o = f.probe(&p, ["posix_spawn", &long]);
+    assert_eq!(o.report().unwrap().ret, i64::from(ENAMETOOLONG), "{o}");
+    // A long bare name for a PATH search: glibc's ENAMETOOLONG.
+    let o = f.probe(&p, ["execvp", &"x".repeat(5000)]);
+    o.assert_exec_failed(ENAMETOOLONG);
+}
+
+#[test]
+fn non_utf8_paths() {
+    let f = Fixture::new("non-utf8");
+    let p = f.strict();
+    let mut name = f.ws.clone().into_os_string().into_vec();
+    name.extend_from_slice(b"/pay\xff\x01load");
+    let bad = bytes_path(&name);
+    copy(&tools().argv, &bad);
+    let o = run(f.guarded(&p, &tools().probe).arg("execve").arg(&bad));
+    o.assert_denied("mutable_native");
+    o.assert_exec_failed(EACCES);
+    // The control byte is escaped on stderr, and the audit record is valid JSON.
+    assert!(o.stderr.contains("pay\u{fffd}\\x01load"), "{o}");
+    let records = f.audit_records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0]["path"].as_str().unwrap(),
+        format!("{}/pay\u{ff}\u{1}load", s(&f.ws)),
+        "non-UTF-8 bytes are written as \\u00XX"
+    );
+    // The same name outside every mutable root runs.
+    let mut name = f.sys.clone().into_os_string().into_vec();
+    name.extend_from_slice(b"/ar\xffgv");
+    let ok = bytes_path(&name);
+    copy(&tools().argv, &ok);
+    run(f.guarded(&p, &tools().probe).arg("execve").arg(&ok)).assert_ran();
+}
+
+#[test]
+fn directories_get_eacces_without_a_denial() {
+    let f = Fixture::new("directory");
+    let p = f.strict();
+    for dir in [s(&f.ws), "/usr", "."] {
+        for entry in ["execve", "execv", "execveat", "execveat-empty", "fexecve"] {
+            let o = f.probe(&p, [entry, dir]);
+            o.assert_exec_failed(EACCES);
+            assert!(o.denials().is_empty(), "[{entry} {dir}] {o}");
+        }
+        let o = f.probe(&p, ["posix_spawn", dir]);
+        assert_eq!(o.report().unwrap().ret, i64::from(EACCES), "{o}");
+        assert!(o.denials().is_empty(), "{o}");
+    }
+    assert!(f.audit_records().is_empty());
+}
+
+#[test]
+fn missing_targets_keep_enoent() {
+    let f = Fixture::new("missing");
+    let p = f.strict();
+    let missing = f.ws.join("no-such-file");
+    for entry in [
+        "execve",
+        "execv",
+        "execvp",
+        "execvpe",
+        "execl",
+        "execle",
+        "execlp",
+        "execveat",
+        "syscall-execve",
+        "syscall-execveat",
+        "fork",
+        "vfork",
+    ] {
+        let o = f.probe(&p, [entry, s(&missing)]);
+        o.assert_exec_failed(ENOENT);
+        assert!(o.denials().is_empty(), "[{entry}] {o}");
+    }
+    for entry in ["execvp", "execlp", "execvpe"] {
+        let o = f.probe(&p, [entry, "no-such-command-anywhere"]);
+        o.assert_exec_failed(ENOENT);
+        assert!(o.denials().is_empty(), "[{entry}] {o}");
+    }
+    for entry in ["posix_spawn", "posix_spawnp"] {
+        let o = f.probe(&p, [entry, s(&missing)]);
+        assert_eq!(o.report().unwrap().ret, i64::from(ENOENT), "{o}");
+        assert!(o.denials().is_empty(), "{o}");
+    }
+    let o = f.probe(&p, ["posix_spawnp", "no-such-command-anywhere"]);
+    assert_eq!(o.report().unwrap().ret, i64::from(ENOENT), "{o}");
+    // A #! interpreter that does not exist: the kernel's ENOENT too.
+    f.write_exec(&f.ws.join("dangling.sh"), b"#!/no/such/interpreter\n");
+    let o = f.probe(&p, ["execve", "./dangling.sh"]);
+    o.assert_exec_failed(ENOENT);
+    assert!(o.denials().is_empty(), "{o}");
+    assert!(f.audit_records().is_empty());
+}
+
+#[test]
+fn binary_garbage_in_a_mutable_file() {
+    let f = Fixture::new("garbage");
+    let p = f.strict();
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    f.write_exec(&f.ws.join("garbage"), &garbage);
+    for entry in ["execve", "execveat", "fexecve", "syscall-execve"] {
+        let o = f.probe(&p, [entry, "./garbage"]);
+        o.assert_exec_failed(ENOEXEC);
+        assert!(o.has_denial("mutable_unknown_format"), "[{entry}] {o}");
+    }
+    // Outside the mutable roots the kernel itself says ENOEXEC, and the guard stays silent.
+    f.write_exec(&f.sys.join("garbage"), &garbage);
+    let o = f.probe(&p, ["execve", s(&f.sys.join("garbage"))]);
+    o.assert_exec_failed(ENOEXEC);
+    assert!(o.denials().is_empty(), "{o}");
+}
+
+/// The errno the kernel gives for `path` with no guard at all.
+fn kernel_errno(f: &Fixture, path: &str) -> Option<i32> {
+    let o = run(f.plain(&tools().probe).arg("execve").arg(path));
+    if o.ran() {
+        return None;
+    }
+    Some(o.report().unwrap_or_else(|| panic!("no report\n{o}")).errno)
+}
+
+#[test]
+fn overlong_shebang_without_terminator_agrees_with_the_kernel() {
+    let f = Fixture::new("long-shebang");
+    let p = f.strict();
+    for (dir, mutable) in [(&f.ws, true), (&f.sys, false)] {
+        // No newline and no blank in the first 256 bytes: the name may be truncated.
+        let mut line = format!("#!{}", s(&f.sys_argv)).into_bytes();
+        line.resize(400, b'a');
+        let path = dir.join("long.sh");
+        f.write_exec(&path, &line);
+        assert_eq!(kernel_errno(&f, s(&path)), Some(ENOEXEC));
+        let o = f.probe(&p, ["execve", s(&path)]);
+        o.assert_exec_failed(ENOEXEC);
+        assert_eq!(o.has_denial("mutable_unknown_format"), mutable, "{o}");
+        assert!(!o.ran(), "{o}");
+
+        // A blank within the buffer: the kernel runs the interpreter with a cut argument.
+        let mut line = format!("#!{} ", s(&f.sys_argv)).into_bytes();
+        line.resize(400, b'b');
+        let path = dir.join("long-arg.sh");
+        f.write_exec(&path, &line);
+        assert_eq!(kernel_errno(&f, s(&path)), None);
+        let o = f.probe(&p, ["execve", s(&path)]);
+        o.assert_ran();
+        let argv = o.printed_argv().unwrap();
+        let arg_len = 255 - (s(&f.sys_argv).len() + 3);
+        assert_eq!(argv[1], vec![b'b'; arg_len], "{o}");
+    }
+}
+
+#[test]
+fn shebang_chains_deeper_than_the_kernel_follows() {
+    let f = Fixture::new("deep-chain");
+    let p = f.strict();
+    let mut agreed_loop = false;
+    for (dir, tag) in [(&f.sys, "sys"), (&f.ws, "ws")] {
+        for depth in 1..=8 {
+            // s0 -> s1 -> ... -> s{depth-1} -> argv printer (non-mutable).
+            let name = |i: usize| dir.join(format!("chain{depth}-{i}.sh"));
+            for i in 0..depth {
+                let next = if i + 1 == depth {
+                    f.sys_argv.clone()
+                } else {
+                    name(i + 1)
+                };
+                f.write_exec(&name(i), format!("#!{}\n", s(&next)).as_bytes());
+            }
+            let start = name(0);
+            let kernel = kernel_errno(&f, s(&start));
+            let o = f.probe(&p, ["execve", s(&start)]);
+            match kernel {
+                None => o.assert_ran(),
+                Some(e) => {
+                    assert_eq!(e, ELOOP, "[{tag} depth {depth}] kernel");
+                    o.assert_exec_failed(ELOOP);
+                    assert!(o.has_denial("shebang_too_deep"), "[{tag} {depth}] {o}");
+                    agreed_loop = true;
+                }
+            }
+        }
+    }
+    assert!(
+        agreed_loop,
+        "no chain was deep enough to reach the kernel's limit"
+    );
+}
+
+fn expect_every_exec_refused(f: &Fixture, policy: &OsString, reason: &str) {
+    for entry in ["execve", "execvp", "posix_spawn", "system"] {
+        let o = run(f
+            .guarded("", &tools().probe)
+            .env("EXECGUARD_POLICY", policy)
+            .args([entry, "/bin/true"]));
+        assert!(o.has_denial(reason), "[{entry}] expected {reason}\n{o}");
+        let r = o.report().unwrap_or_else(|| panic!("{o}"));
+        assert!(r.ret != 0, "[{entry}] {o}");
+    }
+}
+
+#[test]
+fn broken_policies_fail_closed() {
+    let f = Fixture::new("bad-policy");
+    let good = f.strict();
+    let unknown_key = format!("{good}no_such_key = true\n");
+    let many_roots = format!(
+        "{good}mutable_roots = [{}]\n",
+        (0..33)
+            .map(|i| format!("\"/r{i}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let many_runtimes = format!(
+        "{good}{}",
+        (0..17)
+            .map(|i| format!(
+                "[[runtime]]\nname = \"r{i}\"\npath = \"/r/{i}\"\nwrapper = \"/w/{i}\"\n"
+            ))
+            .collect::<String>()
+    );
+    let oversized = format!("{good}#{}\n", "x".repeat(17 * 1024));
+    let wrong_profile = good.replace("strict", "lenient");
+    let escapes = format!("{good}mutable_roots = [\"/a\\u0041\"]\n");
+    let mut non_utf8 = good.clone().into_bytes();
+    non_utf8.extend_from_slice(b"# \xff\n");
+    for text in [
+        unknown_key.into(),
+        many_roots.into(),
+        many_runtimes.into(),
+        oversized.into(),
+        wrong_profile.into(),
+        escapes.into(),
+        "".into(),
+        OsString::from_vec(non_utf8),
+    ] {
+        expect_every_exec_refused(&f, &text, "policy_invalid");
+    }
+}
+
+#[test]
+fn missing_policy_fails_closed() {
+    let f = Fixture::new("no-policy");
+    let o = run(f
+        .plain(&tools().probe)
+        .env("LD_PRELOAD", &tools().lib)
+        .args(["execve", "/bin/true"]));
+    assert!(o.has_denial("policy_missing"), "{o}");
+    o.assert_exec_failed(EACCES);
+}
