@@ -1,0 +1,155 @@
+//! Host mode is sticky: a process cannot shed the guard or relax its policy for its children.
+
+mod support;
+
+use support::*;
+
+fn sh(f: &Fixture, policy: &str, script: &str) -> Outcome {
+    run(f.guarded(policy, "/bin/sh").arg("-c").arg(script))
+}
+
+/// The workspace payload, started by a grandchild whose parent tried to drop the guard.
+#[track_caller]
+fn still_refused(o: &Outcome) {
+    o.assert_denied("mutable_native");
+    assert!(
+        o.stdout.contains("rc=126"),
+        "the shell saw the refusal\n{o}"
+    );
+}
+
+#[test]
+fn env_i_and_env_u_keep_the_guard() {
+    let f = Fixture::new("sticky-env");
+    let p = f.strict();
+    let payload = s(&f.payload);
+    // env -i: env's own exec of the payload, and a shell started with an empty environment.
+    let o = sh(&f, &p, &format!("env -i {payload}; echo rc=$?"));
+    o.assert_denied("mutable_native");
+    let o = sh(
+        &f,
+        &p,
+        &format!("env -i /bin/sh -c '{payload}; echo rc=$?'"),
+    );
+    still_refused(&o);
+    let o = sh(
+        &f,
+        &p,
+        &format!("env -u LD_PRELOAD -u EXECGUARD_POLICY /bin/sh -c '{payload}; echo rc=$?'"),
+    );
+    still_refused(&o);
+}
+
+#[test]
+fn unset_inside_the_shell_does_not_help() {
+    let f = Fixture::new("sticky-unset");
+    let p = f.strict();
+    let o = sh(
+        &f,
+        &p,
+        "unset LD_PRELOAD EXECGUARD_POLICY; ./payload; echo rc=$?",
+    );
+    still_refused(&o);
+    let o = sh(
+        &f,
+        &p,
+        "export LD_PRELOAD=; unset EXECGUARD_POLICY; sh -c './payload; echo rc=$?'",
+    );
+    still_refused(&o);
+}
+
+#[test]
+fn python_execve_with_an_empty_environment() {
+    let f = Fixture::new("sticky-python");
+    assert!(
+        std::path::Path::new(PYTHON).exists(),
+        "{PYTHON} is required (apt-get install python3)"
+    );
+    let p = f.strict();
+    let payload = s(&f.payload);
+    let code = format!(
+        "import os\ntry:\n    os.execve('{payload}', ['{payload}'], {{}})\nexcept PermissionError:\n    print('PermissionError', flush=True)\nos.execve('/bin/sh', ['sh', '-c', '{payload}; echo rc=$?'], {{}})\n"
+    );
+    let o = run(f.guarded(&p, PYTHON).arg("-c").arg(code));
+    assert!(o.stdout.starts_with("PermissionError\n"), "{o}");
+    still_refused(&o);
+    assert_eq!(o.denials().len(), 2, "{o}");
+}
+
+#[test]
+fn a_child_cannot_relax_the_policy() {
+    let f = Fixture::new("sticky-relax");
+    let p = f.strict();
+    let relaxed = f.policy("breakglass", "");
+    let o = run(f
+        .guarded(&p, "/bin/sh")
+        .env("RELAXED", &relaxed)
+        .arg("-c")
+        .arg("EXECGUARD_POLICY=\"$RELAXED\" ./payload; echo rc=$?; EXECGUARD_POLICY=\"$RELAXED\" sh -c './payload; echo rc=$?'"));
+    o.assert_denied("mutable_native");
+    assert_eq!(o.denials().len(), 2, "{o}");
+    assert_eq!(o.stdout, "rc=126\nrc=126\n", "{o}");
+    // The records say strict: nothing ran under the relaxed text.
+    for r in f.audit_records() {
+        assert_eq!(r["profile"], "strict", "{r}");
+    }
+    // The same through the probe, with envp built by hand.
+    let mut relaxed_entry = std::ffi::OsString::from("EXECGUARD_POLICY=");
+    relaxed_entry.push(&relaxed);
+    let o = f.probe(
+        &p,
+        [
+            std::ffi::OsString::from("--setenv"),
+            relaxed_entry,
+            "execve".into(),
+            "/bin/sh".into(),
+            "-c".into(),
+            "./payload; echo rc=$?".into(),
+        ],
+    );
+    still_refused(&o);
+}
+
+#[test]
+fn spawn_with_an_empty_environment_keeps_the_guard() {
+    let f = Fixture::new("sticky-spawn");
+    let p = f.strict();
+    for entry in ["posix_spawn", "execve", "execle", "fork", "vfork"] {
+        let o = f.probe(
+            &p,
+            [
+                "--env-empty",
+                entry,
+                "/bin/sh",
+                "-c",
+                "./payload; echo rc=$?",
+            ],
+        );
+        assert!(o.has_denial("mutable_native"), "[{entry}] {o}");
+        assert!(!o.ran(), "[{entry}] {o}");
+    }
+}
+
+#[test]
+fn system_after_unsetenv_fails_closed() {
+    // system() and popen() pass `environ` itself: without the guard in it they refuse.
+    let f = Fixture::new("sticky-system");
+    let p = f.strict();
+    for entry in ["system", "popen"] {
+        let o = f.probe(
+            &p,
+            [
+                "--edit-environ",
+                "--unsetenv",
+                "LD_PRELOAD",
+                entry,
+                "./payload",
+            ],
+        );
+        assert!(!o.ran(), "[{entry}] {o}");
+        assert!(
+            o.has_denial("environment_not_sticky"),
+            "[{entry}] expected environment_not_sticky\n{o}"
+        );
+    }
+}
