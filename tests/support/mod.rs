@@ -93,7 +93,7 @@ fn build_guard() -> PathBuf {
         .expect("cannot run cargo to build execguard-preload");
     assert!(
         out.status.success(),
-        "cargo build -p execguard-preload failed"
+        "cargo build -p execguard-preload -p execguard-wrappers failed"
     );
     let mut found = None;
     for line in out.stdout.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
