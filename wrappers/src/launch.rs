@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::env::{build_child_env, EnvView, Runtime};
 use crate::git::{check_git_with, GitContext};
 use crate::refusal::{Reason, Refusal};
-use crate::runtime::{self, WrapperPolicy, POLICY_ENV};
+use crate::runtime::{self, WrapperPolicy};
 
 pub const EXIT_REFUSED: i32 = 2;
 pub const EXIT_CONFIG: i32 = 125;
@@ -97,7 +97,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// Load the policy and find the real binary; `Err` is the exit status.
 fn setup(inv: &Invocation, name: &str) -> Result<(WrapperPolicy, PathBuf, Option<PathBuf>), i32> {
     let policy =
-        WrapperPolicy::load(inv.env.get(POLICY_ENV)).map_err(|e| inv.fail(&e.to_string()))?;
+        WrapperPolicy::load().map_err(|e| inv.fail(&format!("{}: {e}", e.reason().code())))?;
     if let Err(why) = runtime::harden_process() {
         return Err(inv.refuse(&Refusal::new(Reason::Traced, why), Some(&policy)));
     }

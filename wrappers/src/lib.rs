@@ -29,14 +29,15 @@ fn env_get<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a OsStr>
 }
 
 /// Would `git <args>` run, with this environment and working directory? Finds the real git
-/// through the policy (`/etc/execguard/policy.toml`, or `EXECGUARD_POLICY` in `env`) to read
-/// the repository config and aliases; without a policy the answer is `config_unreadable`.
+/// through the policy (`/etc/execguard/policy.toml`, or `EXECGUARD_POLICY` in `env`, read by
+/// `execguard_load`) to read the repository config and aliases; without a usable policy the
+/// answer is `config_unreadable`.
 pub fn check_git(
     args: &[OsString],
     env: &[(OsString, OsString)],
     cwd: &Path,
 ) -> Result<(), Refusal> {
-    let policy = runtime::WrapperPolicy::load(env_get(env, runtime::POLICY_ENV));
+    let policy = runtime::WrapperPolicy::load_for_env(env_get(env, runtime::POLICY_ENV));
     let (reader, shim): (Box<dyn ConfigReader>, ShimRule) = match &policy {
         Ok(p) => match p.real_binary("git") {
             Some(rt) => (

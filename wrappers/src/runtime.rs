@@ -1,8 +1,10 @@
 //! Where the wrappers find the real runtime and the audit log, how they read git's config
 //! through the real git, and how they exec.
 //!
-//! The policy comes from `/etc/execguard/policy.toml` (system/image mode) or, when that file
-//! does not exist, from the `EXECGUARD_POLICY` variable holding the policy text (host mode).
+//! The policy comes from the one loader for std callers, `execguard_load`:
+//! `/etc/execguard/policy.toml` when it exists (root-owned; the environment is then never
+//! consulted), otherwise the policy text in `EXECGUARD_POLICY` (host mode, `execguard run`).
+//! The policy engine parses it: a policy the guard would refuse, the wrappers refuse too.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::OpenOptions;
@@ -12,18 +14,20 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use execguard_load::{LoadError, Loaded};
+use execguard_policy::Policy;
+
 use crate::git::config::ConfigEntry;
 use crate::git::{ConfigReader, ShimRule};
 
-pub const SYSTEM_POLICY: &str = "/etc/execguard/policy.toml";
-pub const POLICY_ENV: &str = "EXECGUARD_POLICY";
+pub use execguard_load::{POLICY_ENV, SYSTEM_POLICY};
 
 /// One `[[runtime]]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeEntry {
     pub name: String,
     pub path: PathBuf,
-    pub wrapper: Option<PathBuf>,
+    pub wrapper: PathBuf,
 }
 
 /// The parts of the policy the wrappers use.
@@ -33,101 +37,51 @@ pub struct WrapperPolicy {
     pub audit_log: Option<PathBuf>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyLoadError {
-    #[error("failed to read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("no policy: {SYSTEM_POLICY} does not exist and {POLICY_ENV} is not set")]
-    Missing,
-    #[error("policy line {line}: {what}")]
-    Syntax { line: usize, what: String },
-}
-
-fn unquote(v: &str, line: usize) -> Result<String, PolicyLoadError> {
-    let v = v.trim();
-    let inner = v
-        .strip_prefix('"')
-        .and_then(|s| s.strip_suffix('"'))
-        .ok_or_else(|| PolicyLoadError::Syntax {
-            line,
-            what: format!("expected a quoted string, got {v}"),
-        })?;
-    if inner.contains('\\') || inner.contains('"') {
-        return Err(PolicyLoadError::Syntax {
-            line,
-            what: "escapes are not supported in paths".into(),
-        });
-    }
-    Ok(inner.to_owned())
+fn os_path(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(b))
 }
 
 impl WrapperPolicy {
-    /// Read the wrapper-relevant keys of the policy's TOML subset: top-level `audit_log`,
-    /// and `name`/`path`/`wrapper` of each `[[runtime]]`. Other keys and tables are skipped
-    /// (the guard's parser owns them).
-    pub fn parse(text: &str) -> Result<Self, PolicyLoadError> {
-        let mut p = WrapperPolicy::default();
-        let mut in_runtime = false;
-        let mut in_other_table = false;
-        for (n, raw) in text.lines().enumerate() {
-            let line = raw.split(" #").next().unwrap_or("").trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            if line == "[[runtime]]" {
-                p.runtimes.push(RuntimeEntry {
-                    name: String::new(),
-                    path: PathBuf::new(),
-                    wrapper: None,
-                });
-                in_runtime = true;
-                in_other_table = false;
-                continue;
-            }
-            if line.starts_with('[') {
-                in_runtime = false;
-                in_other_table = true;
-                continue;
-            }
-            let Some((k, v)) = line.split_once('=') else {
-                continue;
-            };
-            let k = k.trim();
-            if in_runtime {
-                let rt = p.runtimes.last_mut().expect("pushed at [[runtime]]");
-                match k {
-                    "name" => rt.name = unquote(v, n + 1)?,
-                    "path" => rt.path = PathBuf::from(unquote(v, n + 1)?),
-                    "wrapper" => rt.wrapper = Some(PathBuf::from(unquote(v, n + 1)?)),
-                    _ => {}
-                }
-            } else if !in_other_table && k == "audit_log" {
-                p.audit_log = Some(PathBuf::from(unquote(v, n + 1)?));
-            }
+    /// The wrapper-relevant parts of a policy the engine has parsed.
+    pub fn from_policy(policy: &Policy<'_>) -> Self {
+        WrapperPolicy {
+            runtimes: policy
+                .runtimes()
+                .map(|r| RuntimeEntry {
+                    name: String::from_utf8_lossy(r.name).into_owned(),
+                    path: os_path(r.path),
+                    wrapper: os_path(r.wrapper),
+                })
+                .collect(),
+            audit_log: policy.audit_log().map(os_path),
         }
-        p.runtimes
-            .retain(|r| !r.name.is_empty() && r.path.is_absolute());
-        Ok(p)
     }
 
-    /// The system policy file, or the inline policy in the environment when that file does
-    /// not exist. An unreadable system policy is an error, never a fallback.
-    pub fn load(env_value: Option<&OsStr>) -> Result<Self, PolicyLoadError> {
-        match std::fs::read(SYSTEM_POLICY) {
-            Ok(bytes) => Self::parse(&String::from_utf8_lossy(&bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match env_value {
-                Some(v) => Self::parse(&v.to_string_lossy()),
-                None => Err(PolicyLoadError::Missing),
-            },
-            Err(source) => Err(PolicyLoadError::Read {
-                path: SYSTEM_POLICY.into(),
-                source,
-            }),
-        }
+    /// The wrapper view of a loaded policy.
+    pub fn from_loaded(loaded: &Loaded) -> Self {
+        Self::from_policy(&loaded.policy())
+    }
+
+    /// Parse a policy text with the engine (tests, and callers holding a text).
+    pub fn parse(text: &str) -> Result<Self, LoadError> {
+        Policy::parse(text.as_bytes())
+            .map(|p| Self::from_policy(&p))
+            .map_err(|e| LoadError::Invalid("policy".into(), e))
+    }
+
+    /// The policy in force for this process: [`execguard_load::load`].
+    pub fn load() -> Result<Self, LoadError> {
+        execguard_load::load().map(|l| Self::from_loaded(&l))
+    }
+
+    /// The policy in force for a process whose `EXECGUARD_POLICY` is `env_value` (the system
+    /// file still wins): [`execguard_load::load_from`].
+    pub fn load_for_env(env_value: Option<&OsStr>) -> Result<Self, LoadError> {
+        execguard_load::load_from(
+            Path::new(SYSTEM_POLICY),
+            env_value.map(|v| v.as_bytes().to_vec()),
+        )
+        .map(|l| Self::from_loaded(&l))
     }
 
     /// The real binary for `name`: the first runtime entry of that name.
@@ -138,7 +92,7 @@ impl WrapperPolicy {
     /// The shim rule for git: the wrapper named by the policy (or this process's own
     /// executable), and the directories of every protected git copy.
     pub fn git_shim_rule(&self, self_exe: Option<PathBuf>) -> ShimRule {
-        let wrapper = self_exe.or_else(|| self.real_binary("git").and_then(|r| r.wrapper.clone()));
+        let wrapper = self_exe.or_else(|| self.real_binary("git").map(|r| r.wrapper.clone()));
         let real_exec_dirs = self
             .runtimes
             .iter()
@@ -345,7 +299,7 @@ mod tests {
     #[test]
     fn policy_subset_parses_runtimes_and_audit_log() {
         let p = WrapperPolicy::parse(
-            "profile = \"strict\"\naudit_log = \"/var/log/eg.jsonl\"\n[[runtime]]\nname = \"git\"\npath = \"/usr/libexec/execguard/real/git\" # real\nwrapper = \"/usr/libexec/execguard/bin/execguard-git\"\n[[runtime]]\nname = \"git\"\npath = \"/usr/lib/git-core/git\"\n",
+            "version = 1\nprofile = \"strict\"\naudit_log = \"/var/log/eg.jsonl\"\n[[runtime]]\nname = \"git\"\npath = \"/usr/libexec/execguard/real/git\" # real\nwrapper = \"/usr/libexec/execguard/bin/execguard-git\"\n[[runtime]]\nname = \"git\"\npath = \"/usr/lib/git-core/git\"\nwrapper = \"/usr/libexec/execguard/bin/execguard-git\"\n",
         )
         .unwrap();
         assert_eq!(p.audit_log.as_deref(), Some(Path::new("/var/log/eg.jsonl")));

@@ -72,7 +72,7 @@ impl Fixture {
         )
         .unwrap();
         let policy = format!(
-            "audit_log = \"{}\"\n[[runtime]]\nname = \"git\"\npath = \"{REAL_GIT}\"\nwrapper = \"{WRAPPER}\"\n[[runtime]]\nname = \"git\"\npath = \"{REAL_EXEC_PATH}/git\"\nwrapper = \"{WRAPPER}\"\n",
+            "version = 1\naudit_log = \"{}\"\n[[runtime]]\nname = \"git\"\npath = \"{REAL_GIT}\"\nwrapper = \"{WRAPPER}\"\n[[runtime]]\nname = \"git\"\npath = \"{REAL_EXEC_PATH}/git\"\nwrapper = \"{WRAPPER}\"\n",
             root.join("audit.jsonl").display()
         );
         Fixture {
@@ -1011,11 +1011,51 @@ fn no_policy_is_a_configuration_error_not_a_run() {
         .env("PATH", "/usr/bin:/bin")
         .output()
         .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
     if Path::new("/etc/execguard/policy.toml").exists() {
-        return; // system mode: the system policy decides
+        // System mode: the system policy decides, and the environment is never consulted.
+        assert!(!stderr.contains("policy_missing"), "{stderr}");
+    } else {
+        assert_eq!(out.status.code(), Some(125), "{stderr}");
+        assert!(
+            stderr.starts_with("execguard-git: error: policy_missing: no policy"),
+            "{stderr}"
+        );
     }
-    assert_eq!(out.status.code(), Some(125));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("execguard-git: error: no policy"));
+}
+
+/// The wrappers read the policy with the engine (through `execguard_load`): a policy the guard
+/// would refuse is refused here too, never half-read.
+#[test]
+fn a_policy_the_engine_refuses_is_a_configuration_error() {
+    let system_mode = Path::new("/etc/execguard/policy.toml").exists();
+    for bad in [
+        // no version
+        format!("[[runtime]]\nname = \"git\"\npath = \"{REAL_GIT}\"\nwrapper = \"{WRAPPER}\"\n"),
+        // a runtime without its wrapper
+        format!("version = 1\n[[runtime]]\nname = \"git\"\npath = \"{REAL_GIT}\"\n"),
+        // an unknown key
+        format!("version = 1\nfoo = 1\n[[runtime]]\nname = \"git\"\npath = \"{REAL_GIT}\"\nwrapper = \"{WRAPPER}\"\n"),
+    ] {
+        let out = Command::new(WRAPPER)
+            .arg("status")
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("EXECGUARD_POLICY", &bad)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if system_mode {
+            // The system policy wins: the environment's text is never read.
+            assert!(!stderr.contains("EXECGUARD_POLICY"), "{bad}: {stderr}");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(125), "{bad}: {stderr}");
+        assert!(
+            stderr.starts_with("execguard-git: error: policy_invalid: EXECGUARD_POLICY: "),
+            "{bad}: {stderr}"
+        );
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! node cases through the real wrapper binary against /usr/bin/node (skipped, with a note,
-//! when node is not installed).
+//! node cases through the real wrapper binary against /usr/bin/node (a missing node fails the
+//! test: nothing is skipped).
 
 use std::fs;
 use std::path::Path;
@@ -10,7 +10,7 @@ const WRAPPER: &str = env!("CARGO_BIN_EXE_execguard-node");
 
 fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let policy = format!(
-        "audit_log = \"{}\"\n[[runtime]]\nname = \"node\"\npath = \"{REAL_NODE}\"\nwrapper = \"{WRAPPER}\"\n",
+        "version = 1\naudit_log = \"{}\"\n[[runtime]]\nname = \"node\"\npath = \"{REAL_NODE}\"\nwrapper = \"{WRAPPER}\"\n",
         dir.join("audit.jsonl").display()
     );
     let mut c = Command::new(WRAPPER);
@@ -27,10 +27,10 @@ fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 #[test]
 fn node_through_the_wrapper() {
-    if !Path::new(REAL_NODE).exists() {
-        eprintln!("skipped: {REAL_NODE} not installed (apt-get install -y nodejs)");
-        return;
-    }
+    assert!(
+        Path::new(REAL_NODE).exists(),
+        "{REAL_NODE} is not installed: these tests need it (apt-get install -y nodejs)"
+    );
     let dir = std::env::temp_dir().join(format!("eg-node-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
