@@ -3,6 +3,7 @@
 mod commands;
 mod exec;
 mod session;
+mod toolchain;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,5 +1,6 @@
 //! Host-mode sessions: the embedded default policy and where the guard library lives.
 
+use crate::toolchain::RuntimeEntry;
 use anyhow::{bail, Context as _, Result};
 use execguard_load::{self as load, Loaded, Source};
 use execguard_policy::{Policy, Profile};
@@ -20,8 +21,15 @@ pub fn policy_path(path: &Path) -> Result<String> {
     Ok(s.to_string())
 }
 
-/// The embedded default policy for a workspace.
-pub fn default_policy(workspace: &Path, profile: Profile, audit: Option<&Path>) -> Result<String> {
+/// The embedded default policy for a workspace, with the protected runtimes of the session
+/// (see [`crate::toolchain::discover`]): each real git and node copy, started only by its
+/// wrapper. The first `[[runtime]]` of a name is the binary its wrapper execs.
+pub fn default_policy(
+    workspace: &Path,
+    profile: Profile,
+    audit: Option<&Path>,
+    runtimes: &[RuntimeEntry],
+) -> Result<String> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
@@ -36,6 +44,9 @@ pub fn default_policy(workspace: &Path, profile: Profile, audit: Option<&Path>) 
     if let Some(audit) = audit {
         let audit = absolute(audit)?;
         text.push_str(&format!("audit_log = \"{}\"\n", policy_path(&audit)?));
+    }
+    for rt in runtimes {
+        text.push_str(&rt.to_policy()?);
     }
     // The engine is the one judge of what a policy means: never hand out text it refuses.
     Policy::parse(text.as_bytes())
@@ -85,6 +96,17 @@ pub fn guard_library() -> Result<PathBuf> {
         }
     }
     bail!("cannot find {LIB_NAME} beside {} or in /usr/local/lib/execguard (build it with `cargo build --release`, or set EXECGUARD_LIB)", exe.display())
+}
+
+/// The default policy for `workspace` with the runtimes found on this machine through
+/// `PATH` (the caller's), for `run`, `check` and `policy default` alike.
+pub fn discovered_default_policy(
+    workspace: &Path,
+    profile: Profile,
+    audit: Option<&Path>,
+) -> Result<String> {
+    let runtimes = crate::toolchain::discover(std::env::var_os("PATH").as_deref())?;
+    default_policy(workspace, profile, audit, &runtimes)
 }
 
 /// The policy in force, if any (system file first, then the environment).

@@ -1,13 +1,26 @@
-//! `execguard check`: what the guard would decide, and which file decided, without running.
+//! `execguard check`: what would be decided, and why, without running anything.
+//!
+//! - `execguard check -- git ARGS` / `-- node ARGS`: the wrapper's decision (the session's `git`
+//!   and `node` are the wrappers), with its reason code; for git the argv git would get.
+//! - `execguard check --provider NAME [--autonomy yolo|prompt] -- ARGS`: the provider policy's
+//!   decision and the final argv (managed arguments first).
+//! - anything else: the guard's decision and which file decided.
+//!
+//! Exit status: 0 allowed, 1 refused, 2 usage or policy error.
 
 use crate::exec::{decide_command, lossy};
 use crate::session;
-use anyhow::Result;
+use crate::toolchain::{self, Tool};
+use anyhow::{bail, Result};
+use execguard_container::{check_provider_args, Agent, Autonomy};
 use execguard_load::Loaded;
 use execguard_load::Source;
 use execguard_policy::{Profile, Reason, Verdict};
+use execguard_wrappers::env::{build_child_env, EnvView, Runtime};
+use execguard_wrappers::runtime::{RealGitConfig, WrapperPolicy};
+use execguard_wrappers::{GitContext, Refusal};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -24,9 +37,24 @@ pub struct Args {
     /// Decide under this policy file
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// The command and its arguments
-    #[arg(last = true, required = true)]
+    /// Check provider CLI arguments (codex | claude | gemini | copilot) instead of a command
+    #[arg(long, value_parser = parse_agent)]
+    provider: Option<Agent>,
+    /// With --provider: yolo | prompt (default prompt)
+    #[arg(long, value_parser = parse_autonomy, requires = "provider")]
+    autonomy: Option<Autonomy>,
+    /// The command and its arguments (with --provider: the provider's arguments)
+    #[arg(last = true, required_unless_present = "provider")]
     command: Vec<OsString>,
+}
+
+fn parse_agent(s: &str) -> Result<Agent, String> {
+    Agent::from_name(s)
+        .ok_or_else(|| format!("unknown provider {s:?} (codex, claude, gemini, copilot)"))
+}
+
+fn parse_autonomy(s: &str) -> Result<Autonomy, String> {
+    Autonomy::from_name(s).ok_or_else(|| format!("unknown autonomy {s:?} (yolo, prompt)"))
 }
 
 fn policy_for(args: &Args) -> Result<Loaded> {
@@ -43,7 +71,7 @@ fn policy_for(args: &Args) -> Result<Loaded> {
         None => std::env::current_dir()?,
     };
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::default_policy(&workspace, profile, None)?;
+    let text = session::discovered_default_policy(&workspace, profile, None)?;
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),
@@ -51,12 +79,168 @@ fn policy_for(args: &Args) -> Result<Loaded> {
     })
 }
 
-/// Exit status: 0 allowed, 1 refused, 2 usage or policy error.
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(agent) = args.provider {
+        return provider(&args, agent);
+    }
     let mut loaded = policy_for(&args)?;
     if let Some(p) = args.profile {
         loaded.profile = p;
     }
+    // A bare `git` or `node` is the wrapper in a session whose policy protects that tool.
+    let program = args.command[0].as_os_str();
+    if let Some(tool) = toolchain::TOOLS.into_iter().find(|t| program == t.name) {
+        let wp = WrapperPolicy::from_loaded(&loaded);
+        if let Some(rt) = wp.real_binary(tool.name) {
+            let rt = rt.clone();
+            return wrapper(&args, tool, &wp, &rt.path, &rt.wrapper);
+        }
+    }
+    guard(&args, &loaded)
+}
+
+/// Is the guard loaded in this process (we run inside a session or under the image)?
+fn guard_loaded() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .is_ok_and(|m| m.lines().any(|l| l.ends_with(session::LIB_NAME)))
+}
+
+fn strs(v: &[OsString]) -> Vec<String> {
+    v.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
+/// The wrapper's decision for `git ARGS` or `node ARGS`.
+fn wrapper(
+    args: &Args,
+    tool: Tool,
+    wp: &WrapperPolicy,
+    real: &Path,
+    wrapper_path: &Path,
+) -> Result<ExitCode> {
+    let rest = &args.command[1..];
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let cwd = std::env::current_dir()?;
+    let outcome: Result<Vec<OsString>, Refusal> = if tool == toolchain::GIT {
+        // git's config (aliases, repository keys) is read by running git. Under the guard only
+        // the wrapper may start the real git; the wrapper runs `config --list` unchanged.
+        let reader = RealGitConfig {
+            real_git: if guard_loaded() {
+                wrapper_path.to_path_buf()
+            } else {
+                real.to_path_buf()
+            },
+            env: build_child_env(Runtime::Git, &EnvView::new(&env)),
+        };
+        let ctx = GitContext {
+            reader: &reader,
+            shim: wp.git_shim_rule(None),
+        };
+        execguard_wrappers::check_git_with(rest, &env, &cwd, &ctx).map(|plan| plan.args)
+    } else {
+        execguard_wrappers::node::check_node(rest).map(|_| rest.to_vec())
+    };
+    let allowed = outcome.is_ok();
+    if args.json {
+        let mut obj = serde_json::json!({
+            "tool": tool.name,
+            "wrapper": wrapper_path.to_string_lossy(),
+            "runtime": real.to_string_lossy(),
+            "decision": if allowed { "allow" } else { "deny" },
+        });
+        match &outcome {
+            Ok(argv) => {
+                obj["reason"] = "allowed".into();
+                obj["argv"] = strs(argv).into();
+            }
+            Err(r) => {
+                obj["reason"] = r.code().into();
+                obj["detail"] = r.detail().into();
+                obj["exit_status"] = execguard_wrappers::launch::EXIT_REFUSED.into();
+            }
+        }
+        println!("{obj}");
+    } else {
+        match &outcome {
+            Ok(argv) => {
+                let shown: Vec<String> = std::iter::once(real.display().to_string())
+                    .chain(strs(argv))
+                    .collect();
+                println!(
+                    "allow (execguard-{}): would run {}",
+                    tool.name,
+                    shown.join(" ")
+                );
+            }
+            Err(r) => println!(
+                "deny {}: {}\n  execguard-{} refuses this with exit status {}",
+                r.code(),
+                r.detail(),
+                tool.name,
+                execguard_wrappers::launch::EXIT_REFUSED
+            ),
+        }
+    }
+    Ok(ExitCode::from(if allowed { 0 } else { 1 }))
+}
+
+/// The provider policy's decision and the final argv.
+fn provider(args: &Args, agent: Agent) -> Result<ExitCode> {
+    if args.workspace.is_some() || args.policy.is_some() {
+        bail!("--provider takes --profile and --autonomy, not --workspace or --policy");
+    }
+    let profile = match args.profile {
+        Some(p) => p,
+        None => session::policy_in_force()?.map_or(Profile::Strict, |l| l.profile),
+    };
+    let autonomy = args.autonomy.unwrap_or(Autonomy::Prompt);
+    let outcome = check_provider_args(agent, profile, autonomy, &args.command);
+    let allowed = outcome.is_ok();
+    if args.json {
+        let mut obj = serde_json::json!({
+            "provider": agent.as_str(),
+            "profile": profile.as_str(),
+            "autonomy": autonomy.as_str(),
+            "decision": if allowed { "allow" } else { "deny" },
+        });
+        match &outcome {
+            Ok(argv) => {
+                obj["reason"] = "allowed".into();
+                obj["argv"] = std::iter::once(agent.as_str().to_string())
+                    .chain(strs(argv))
+                    .collect::<Vec<_>>()
+                    .into();
+            }
+            Err(r) => {
+                obj["reason"] = r.code().into();
+                obj["detail"] = provider_detail(r).into();
+            }
+        }
+        println!("{obj}");
+    } else {
+        match &outcome {
+            Ok(argv) => println!(
+                "allow ({} {}, {}): {} {}",
+                agent.as_str(),
+                profile.as_str(),
+                autonomy.as_str(),
+                agent.as_str(),
+                strs(argv).join(" ")
+            ),
+            Err(r) => println!("deny {}: {}", r.code(), provider_detail(r)),
+        }
+    }
+    Ok(ExitCode::from(if allowed { 0 } else { 1 }))
+}
+
+/// The refusal's one line without its `refused <code>: ` prefix.
+fn provider_detail(r: &execguard_container::ProviderRefusal) -> String {
+    let line = r.to_string();
+    let prefix = format!("refused {}: ", r.code());
+    line.strip_prefix(&prefix).unwrap_or(&line).to_string()
+}
+
+/// The guard's decision for any other command.
+fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
     let policy = loaded.policy();
     let self_lib = session::guard_library().ok();
     let self_lib_bytes = self_lib

@@ -1,8 +1,11 @@
 //! `execguard run`: start a command with the guard preloaded and the session policy inline in
-//! its environment; the guard keeps both in every descendant.
+//! its environment; the guard keeps both in every descendant. In host mode the session's
+//! `git` and `node` are the wrappers (a per-session shim first on `PATH`, and a
+//! `GIT_EXEC_PATH` shim for git's hooks), and the real binaries are protected runtimes.
 
 use crate::exec::{decide_command, lossy};
 use crate::session::{self, guard_library};
+use crate::toolchain;
 use anyhow::{bail, Result};
 use execguard_load::{Loaded, Source, POLICY_ENV};
 use execguard_policy::{Profile, Verdict};
@@ -55,7 +58,7 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         None => std::env::current_dir()?,
     };
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::default_policy(&workspace, profile, args.audit.as_deref())?;
+    let text = session::discovered_default_policy(&workspace, profile, args.audit.as_deref())?;
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),
@@ -78,6 +81,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| k != "LD_PRELOAD" && k != POLICY_ENV)
         .collect();
+    // Host mode (the embedded default or --policy): put the wrappers of the policy's runtimes
+    // in front. Under the system policy the image has installed them already.
+    if args.policy.is_some() || loaded.source == Source::Environment {
+        let plan = toolchain::shim_plan(&policy)?;
+        for (tool, wrapper) in &plan.wrappers {
+            let canonical = wrapper.canonicalize().map_err(|e| {
+                anyhow::anyhow!("the {} wrapper {}: {e}", tool.name, wrapper.display())
+            })?;
+            if let Some(root) = policy.mutable_root_of(canonical.as_os_str().as_bytes()) {
+                bail!(
+                    "the {} wrapper {} lies in the mutable root {}: install it elsewhere",
+                    tool.name,
+                    canonical.display(),
+                    lossy(root)
+                );
+            }
+        }
+        if !plan.wrappers.is_empty() {
+            toolchain::create_shim(&plan)?.apply(&mut env);
+        }
+    }
     let mut preload = lib.clone().into_os_string();
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");

@@ -1,0 +1,497 @@
+//! The guarded toolchain of a host session: the wrapper binaries, the real git and node they
+//! stand in front of, and the per-session shim directory that puts them first on `PATH`.
+//!
+//! Layout of a session started by `execguard run` (host mode):
+//!
+//! ```text
+//! <base>/session-<pid>/bin/git       -> <dir of execguard>/execguard-git
+//! <base>/session-<pid>/bin/node      -> <dir of execguard>/execguard-node
+//! <base>/session-<pid>/git-core/*    -> <real exec-path>/*   (git -> execguard-git)
+//! ```
+//!
+//! `PATH` starts with `bin/`, `GIT_EXEC_PATH` names `git-core/`. `<base>` is
+//! `$XDG_RUNTIME_DIR/execguard` when that is a private directory of this user, else
+//! `/tmp/execguard-<uid>`: both lie in a mutable root, on purpose. The shim holds only symlinks
+//! whose targets lie outside every mutable root, and the guard decides on the file the kernel
+//! would run (its canonical name), so the symlinks work; anything else the session puts there
+//! is treated as mutable (strict: no native code). Replacing a symlink gains nothing: the real
+//! runtimes are protected by inode (`protected_runtime_direct` unless the caller *is* the
+//! wrapper), and the wrapper re-validates the `GIT_EXEC_PATH` shim on every run.
+
+use crate::session::policy_path;
+use anyhow::{bail, Context as _, Result};
+use execguard_policy::Policy;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// A tool the session guards: its command name and its wrapper's file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tool {
+    pub name: &'static str,
+    pub wrapper_file: &'static str,
+}
+
+pub const GIT: Tool = Tool {
+    name: "git",
+    wrapper_file: "execguard-git",
+};
+pub const NODE: Tool = Tool {
+    name: "node",
+    wrapper_file: "execguard-node",
+};
+pub const TOOLS: [Tool; 2] = [GIT, NODE];
+
+/// One `[[runtime]]` entry of the session policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeEntry {
+    pub name: String,
+    pub path: PathBuf,
+    pub wrapper: PathBuf,
+}
+
+impl RuntimeEntry {
+    /// The entry as policy text.
+    pub fn to_policy(&self) -> Result<String> {
+        Ok(format!(
+            "\n[[runtime]]\nname = \"{}\"\npath = \"{}\"\nwrapper = \"{}\"\n",
+            self.name,
+            policy_path(&self.path)?,
+            policy_path(&self.wrapper)?
+        ))
+    }
+}
+
+/// Finds a wrapper binary: beside this executable (where `cargo build` puts every binary of
+/// the workspace, and where the guard library is looked for first), then in the image's and
+/// the usual install locations.
+pub fn wrapper_binary(tool: Tool) -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let dir = exe.parent().unwrap_or(Path::new("/"));
+    let candidates = [
+        dir.join(tool.wrapper_file),
+        dir.join("../libexec/execguard/bin").join(tool.wrapper_file),
+        PathBuf::from("/usr/local/libexec/execguard/bin").join(tool.wrapper_file),
+        PathBuf::from("/usr/libexec/execguard/bin").join(tool.wrapper_file),
+    ];
+    for c in &candidates {
+        if c.is_file() {
+            return c.canonicalize().with_context(|| format!("{}", c.display()));
+        }
+    }
+    bail!(
+        "cannot find the {} wrapper {} beside {} (build the whole workspace: `cargo build --release` puts it there)",
+        tool.name,
+        tool.wrapper_file,
+        exe.display()
+    )
+}
+
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+/// Executable regular files named `name` in `path_var`, canonical, in PATH order.
+fn on_path(name: &str, path_var: Option<&OsStr>) -> Vec<PathBuf> {
+    let Some(path_var) = path_var else {
+        return Vec::new();
+    };
+    std::env::split_paths(path_var)
+        .filter(|d| d.is_absolute())
+        .filter_map(|d| is_executable_file(&d.join(name)))
+        .collect()
+}
+
+/// The canonical name of `p` when it is an executable regular file.
+fn is_executable_file(p: &Path) -> Option<PathBuf> {
+    let meta = std::fs::metadata(p).ok()?;
+    (meta.is_file() && meta.mode() & 0o111 != 0)
+        .then(|| p.canonicalize().ok())
+        .flatten()
+}
+
+/// The exec-path of the git at `git` (canonical): the `git-core` directory the build put
+/// beside it (`<prefix>/lib/git-core` on Debian, `<prefix>/libexec/git-core` from source),
+/// recognised by holding the same git (same inode, or the same bytes: Debian ships a copy).
+pub fn git_exec_path_of(git: &Path) -> Option<PathBuf> {
+    let meta = std::fs::metadata(git).ok()?;
+    let dir = git.parent()?;
+    let mut candidates = vec![dir.to_path_buf()];
+    if let Some(prefix) = dir.parent() {
+        candidates.push(prefix.join("lib/git-core"));
+        candidates.push(prefix.join("libexec/git-core"));
+    }
+    let bytes = std::cell::OnceCell::new();
+    candidates.into_iter().find_map(|c| {
+        if c.file_name() != Some(OsStr::new("git-core")) {
+            return None;
+        }
+        let c = c.canonicalize().ok()?;
+        let other = c.join("git");
+        let m = std::fs::metadata(&other).ok()?;
+        if !m.is_file() {
+            return None;
+        }
+        if same_file(&m, &meta) {
+            return Some(c);
+        }
+        if m.len() != meta.len() {
+            return None;
+        }
+        let mine = bytes.get_or_init(|| std::fs::read(git).ok());
+        let theirs = std::fs::read(&other).ok()?;
+        (mine.as_deref() == Some(theirs.as_slice())).then_some(c)
+    })
+}
+
+/// Well-known places of real binaries besides `PATH`: a session may name them directly.
+fn well_known(tool: Tool) -> &'static [&'static str] {
+    match tool.name {
+        "git" => &[
+            "/usr/bin/git",
+            "/usr/lib/git-core/git",
+            "/usr/libexec/git-core/git",
+            "/usr/local/bin/git",
+            "/usr/local/libexec/git-core/git",
+        ],
+        _ => &["/usr/bin/node", "/usr/bin/nodejs", "/usr/local/bin/node"],
+    }
+}
+
+/// The protected runtimes of the session for the tools whose wrapper is `wrapper`: the first
+/// entry is the binary `PATH` finds (what the user would have run; the wrapper execs it), then,
+/// for git, its exec-path copy, then every other copy on `PATH` and in the well-known places.
+/// Copies are told apart by device and inode (hard links are one entry: the guard covers them
+/// all). The wrapper itself, e.g. an outer session's shim on `PATH`, is never a runtime.
+/// An empty list means the tool is not installed.
+pub fn discover_runtimes(
+    tool: Tool,
+    wrapper: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<Vec<RuntimeEntry>> {
+    let wrapper_meta =
+        std::fs::metadata(wrapper).with_context(|| format!("wrapper {}", wrapper.display()))?;
+    let mut found: Vec<PathBuf> = on_path(tool.name, path_var);
+    found.extend(
+        well_known(tool)
+            .iter()
+            .filter_map(|p| is_executable_file(Path::new(p))),
+    );
+    let mut seen: HashSet<(u64, u64)> = HashSet::new();
+    seen.insert((wrapper_meta.dev(), wrapper_meta.ino()));
+    let mut out: Vec<RuntimeEntry> = Vec::new();
+    // `force`: list the path even when its file is listed under another name.
+    let mut push = |p: PathBuf, force: bool, out: &mut Vec<RuntimeEntry>| -> bool {
+        let Ok(m) = std::fs::metadata(&p) else {
+            return false;
+        };
+        let new = seen.insert((m.dev(), m.ino()));
+        if (new || force) && out.iter().all(|r| r.path != p) {
+            out.push(RuntimeEntry {
+                name: tool.name.into(),
+                path: p,
+                wrapper: wrapper.to_path_buf(),
+            });
+        }
+        new
+    };
+    for p in found {
+        let first = out.is_empty();
+        if !push(p.clone(), false, &mut out) || tool != GIT {
+            continue; // the wrapper, or a copy already listed
+        }
+        match git_exec_path_of(&p) {
+            // Listed even when it is a hard link of `p`: the wrapper accepts a GIT_EXEC_PATH
+            // shim only if it links into the directory of a protected git.
+            Some(e) => {
+                push(e.join("git"), true, &mut out);
+            }
+            None if first => bail!(
+                "cannot find the exec-path (git-core directory) of {}: git's hooks could not start git; install git with its git-core directory",
+                p.display()
+            ),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The session toolchain: the runtimes of every installed tool, each with its wrapper.
+pub fn discover(path_var: Option<&OsStr>) -> Result<Vec<RuntimeEntry>> {
+    let mut all = Vec::new();
+    for tool in TOOLS {
+        let wrapper = wrapper_binary(tool)?;
+        all.extend(discover_runtimes(tool, &wrapper, path_var)?);
+    }
+    if all.len() > execguard_policy::policy::MAX_RUNTIMES {
+        bail!(
+            "{} copies of git and node found; a policy holds at most {}",
+            all.len(),
+            execguard_policy::policy::MAX_RUNTIMES
+        );
+    }
+    Ok(all)
+}
+
+/// What the shim of a session must hold, read from the session policy: for each tool, the
+/// wrapper of its first runtime entry; for git, the real exec-path to mirror.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShimPlan {
+    pub wrappers: Vec<(Tool, PathBuf)>,
+    pub git_exec_path: Option<PathBuf>,
+}
+
+fn os_path(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(b))
+}
+
+/// The shim a session under `policy` needs. A git runtime needs its exec-path copy in the
+/// policy too: the wrapper accepts a `GIT_EXEC_PATH` shim only if it links into the directory
+/// of a protected git.
+pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
+    let mut plan = ShimPlan::default();
+    for tool in TOOLS {
+        let Some(first) = policy.runtimes().find(|r| r.name == tool.name.as_bytes()) else {
+            continue;
+        };
+        plan.wrappers.push((tool, os_path(first.wrapper)));
+        if tool == GIT {
+            let git = os_path(first.path);
+            let exec_path = git_exec_path_of(&git).with_context(|| {
+                format!(
+                    "cannot find the exec-path (git-core directory) of {}",
+                    git.display()
+                )
+            })?;
+            let covered = policy.runtimes().any(|r| {
+                r.name == b"git"
+                    && Path::new(OsStr::from_bytes(r.path)).parent() == Some(&exec_path)
+            });
+            if !covered {
+                bail!(
+                    "the policy protects {} but not its exec-path copy {}: add a [[runtime]] for it",
+                    git.display(),
+                    exec_path.join("git").display()
+                );
+            }
+            plan.git_exec_path = Some(exec_path);
+        }
+    }
+    Ok(plan)
+}
+
+/// A created shim: prepend `bin` to `PATH`, set `GIT_EXEC_PATH` to `git_core`.
+#[derive(Debug)]
+pub struct Shim {
+    pub bin: PathBuf,
+    pub git_core: Option<PathBuf>,
+}
+
+fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Is `dir` a real directory (not a symlink) of this user that nobody else may write?
+fn private_dir(dir: &Path) -> Result<()> {
+    let m = std::fs::symlink_metadata(dir).with_context(|| format!("{}", dir.display()))?;
+    if !m.is_dir() || m.uid() != uid() || m.mode() & 0o077 != 0 {
+        bail!(
+            "{} must be a directory owned by uid {} with mode 0700",
+            dir.display(),
+            uid()
+        );
+    }
+    Ok(())
+}
+
+/// Where session shims live: `$XDG_RUNTIME_DIR/execguard` when `XDG_RUNTIME_DIR` is a private
+/// directory of this user, else `/tmp/execguard-<uid>`; created 0700 and checked.
+pub fn shim_base() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute() && private_dir(d).is_ok())
+    {
+        Some(d) => d.canonicalize()?.join("execguard"),
+        None => PathBuf::from(format!("/tmp/execguard-{}", uid())),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {}", base.display())),
+    }
+    private_dir(&base)?;
+    Ok(base)
+}
+
+/// Removes the shims of sessions whose process is gone (the directory is named after the pid
+/// that `execguard run` had, which the session's command keeps).
+fn remove_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("session-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Creates the shim of this session (named after this process, which the session's command
+/// replaces) under [`shim_base`].
+pub fn create_shim(plan: &ShimPlan) -> Result<Shim> {
+    let base = shim_base()?;
+    remove_stale(&base);
+    create_shim_in(&base.join(format!("session-{}", std::process::id())), plan)
+}
+
+/// Creates a shim in `dir` (replaced if it exists).
+pub fn create_shim_in(dir: &Path, plan: &ShimPlan) -> Result<Shim> {
+    if std::fs::symlink_metadata(dir).is_ok() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let bin = dir.join("bin");
+    std::fs::DirBuilder::new().mode(0o700).create(&bin)?;
+    let mut git_core = None;
+    for (tool, wrapper) in &plan.wrappers {
+        std::os::unix::fs::symlink(wrapper, bin.join(tool.name))
+            .with_context(|| format!("cannot link {}", bin.join(tool.name).display()))?;
+        if *tool == GIT {
+            let exec_path = plan
+                .git_exec_path
+                .as_deref()
+                .context("git without an exec-path")?;
+            let shim = dir.join("git-core");
+            execguard_wrappers::build_git_exec_path_shim(&shim, exec_path, wrapper).with_context(
+                || format!("cannot build the git exec-path shim {}", shim.display()),
+            )?;
+            git_core = Some(shim);
+        }
+    }
+    Ok(Shim { bin, git_core })
+}
+
+impl Shim {
+    /// Applies the shim to a child environment: `bin` first on `PATH`, `GIT_EXEC_PATH`.
+    pub fn apply(&self, env: &mut Vec<(OsString, OsString)>) {
+        let old_path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+        env.retain(|(k, _)| k != "PATH" && k != "GIT_EXEC_PATH");
+        let mut path = self.bin.clone().into_os_string();
+        if !old_path.is_empty() {
+            path.push(":");
+            path.push(old_path);
+        }
+        env.push(("PATH".into(), path));
+        if let Some(g) = &self.git_core {
+            env.push(("GIT_EXEC_PATH".into(), g.clone().into_os_string()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("eg-tc-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn exec_path_is_found_by_inode_or_bytes() {
+        let d = tmp("execpath");
+        std::fs::create_dir_all(d.join("bin")).unwrap();
+        std::fs::create_dir_all(d.join("lib/git-core")).unwrap();
+        std::fs::write(d.join("bin/git"), b"same bytes").unwrap();
+        std::fs::write(d.join("lib/git-core/git"), b"same bytes").unwrap();
+        assert_eq!(
+            git_exec_path_of(&d.join("bin/git")),
+            Some(d.join("lib/git-core"))
+        );
+        std::fs::write(d.join("lib/git-core/git"), b"other byte").unwrap();
+        assert_eq!(git_exec_path_of(&d.join("bin/git")), None);
+        std::fs::remove_file(d.join("lib/git-core/git")).unwrap();
+        std::fs::create_dir_all(d.join("libexec/git-core")).unwrap();
+        std::fs::hard_link(d.join("bin/git"), d.join("libexec/git-core/git")).unwrap();
+        assert_eq!(
+            git_exec_path_of(&d.join("bin/git")),
+            Some(d.join("libexec/git-core"))
+        );
+        // A git inside git-core is its own exec-path.
+        assert_eq!(
+            git_exec_path_of(&d.join("libexec/git-core/git")),
+            Some(d.join("libexec/git-core"))
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn runtimes_skip_the_wrapper_and_dedupe_hard_links() {
+        let d = tmp("discover");
+        for sub in ["a", "b", "w", "libexec/git-core"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        let exe = |p: &Path| {
+            std::fs::write(p, b"#!/bin/true\n").unwrap();
+            std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        };
+        exe(&d.join("w/execguard-git"));
+        std::os::unix::fs::symlink(d.join("w/execguard-git"), d.join("a/git")).unwrap();
+        exe(&d.join("b/git"));
+        std::fs::hard_link(d.join("b/git"), d.join("libexec/git-core/git")).unwrap();
+        let path =
+            std::env::join_paths([d.join("a"), d.join("b"), d.join("libexec/git-core")]).unwrap();
+        let rts = discover_runtimes(GIT, &d.join("w/execguard-git"), Some(&path)).unwrap();
+        let paths: Vec<&Path> = rts.iter().map(|r| r.path.as_path()).collect();
+        // The outer shim's git (the wrapper) is skipped; b/git's exec-path copy is listed
+        // although it is a hard link (the shim links into its directory); the well-known places
+        // of this machine may add more after them.
+        assert_eq!(paths[0], d.join("b/git"));
+        assert_eq!(paths[1], d.join("libexec/git-core/git"));
+        assert_eq!(
+            paths.iter().filter(|p| p.starts_with(&d)).count(),
+            2,
+            "{paths:?}"
+        );
+        assert!(!paths.contains(&d.join("w/execguard-git").as_path()));
+        assert!(rts.iter().all(|r| r.wrapper == d.join("w/execguard-git")));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn shim_applies_path_and_exec_path() {
+        let shim = Shim {
+            bin: "/s/bin".into(),
+            git_core: Some("/s/git-core".into()),
+        };
+        let mut env = vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("GIT_EXEC_PATH".into(), "/elsewhere".into()),
+        ];
+        shim.apply(&mut env);
+        assert!(env.contains(&("PATH".into(), "/s/bin:/usr/bin:/bin".into())));
+        assert!(env.contains(&("GIT_EXEC_PATH".into(), "/s/git-core".into())));
+        assert_eq!(env.len(), 2);
+    }
+}
