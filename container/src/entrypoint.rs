@@ -183,6 +183,27 @@ fn start(mut prepared: Prepared) -> i32 {
     }
 }
 
+/// The mutable roots to seal: the image policy's (built-in roots, workspace, extras), or the
+/// built-in ones and the workspace when the policy cannot be read (the guard then refuses
+/// every exec anyway).
+fn seal_roots(paths: &Paths) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // Policy roots are absolute; below a test root they are re-rooted there.
+    let under_root = |abs: &[u8]| {
+        paths
+            .root
+            .join(OsStr::from_bytes(abs.strip_prefix(b"/").unwrap_or(abs)))
+    };
+    match execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None) {
+        Ok(loaded) => loaded.policy().mutable_roots().map(under_root).collect(),
+        Err(_) => execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .map(|r| under_root(r))
+            .chain(std::iter::once(paths.workspace.clone()))
+            .collect(),
+    }
+}
+
 fn env_pairs(env: &[(OsString, OsString)]) -> Vec<(&OsStr, &OsStr)> {
     env.iter()
         .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
@@ -242,6 +263,28 @@ fn prepare(
     if arbitrary {
         reductions.push(Reduction::ArbitraryCommand);
     }
+    // Strict sessions are sealed: the kernel itself refuses to execute files in mutable roots,
+    // which also covers static and Go programs the guard cannot see. Know before anything is
+    // written whether the kernel can do it; never degrade silently.
+    let seal = session.profile == execguard_policy::Profile::Strict;
+    let mut sealed = seal;
+    if seal {
+        if let Err(errno) = execguard_seal::kernel_abi() {
+            if !session.allow_unsealed {
+                return Err(Refusal::new(
+                    "seal_unavailable",
+                    format!(
+                        "the kernel cannot enforce Landlock ({}); set {}=1 to run strict unsealed at reduced assurance",
+                        std::io::Error::from_raw_os_error(errno),
+                        crate::env::VAR_ALLOW_UNSEALED
+                    ),
+                ));
+            }
+            eprintln!("{NAME}: warning: Landlock unavailable; strict session runs unsealed (reduced assurance)");
+            reductions.push(Reduction::Unsealed);
+            sealed = false;
+        }
+    }
     let state = RuntimeState {
         agent: session.agent,
         profile: session.profile,
@@ -292,6 +335,13 @@ fn prepare(
         start,
     )
     .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+
+    if sealed {
+        // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
+        // PID 1 seals itself; the provider and everything it starts inherit the seal.
+        let roots = seal_roots(paths);
+        execguard_seal::seal(&roots).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    }
 
     let mut cmd = match mode {
         Mode::Arbitrary(argv) => {

@@ -10,6 +10,7 @@
 //! | `EXECGUARD_HOST_UID`, `EXECGUARD_HOST_GID` | decimal, not 0, not 4294967295 | refused |
 //! | `EXECGUARD_HOST_USER` | any; sanitised into a passwd name | `agent` |
 //! | `EXECGUARD_MANIFEST_SHA256` | 64 lower-case hex digits: sha256 of the manifest | refused |
+//! | `EXECGUARD_ALLOW_UNSEALED` | `1`: run strict without the Landlock seal when the kernel cannot enforce it (recorded as reduced assurance) | refuse to start unsealed |
 //!
 //! Values are exact: no trimming, no case folding. A refusal carries a stable reason code.
 
@@ -32,9 +33,10 @@ pub const VAR_HOST_UID: &str = "EXECGUARD_HOST_UID";
 pub const VAR_HOST_GID: &str = "EXECGUARD_HOST_GID";
 pub const VAR_HOST_USER: &str = "EXECGUARD_HOST_USER";
 pub const VAR_MANIFEST_SHA256: &str = "EXECGUARD_MANIFEST_SHA256";
+pub const VAR_ALLOW_UNSEALED: &str = "EXECGUARD_ALLOW_UNSEALED";
 
 /// Every variable this module reads; none of them is passed on to the provider.
-pub const MANAGED_VARS: [&str; 9] = [
+pub const MANAGED_VARS: [&str; 10] = [
     VAR_AGENT,
     VAR_PROFILE,
     VAR_BREAKGLASS_ACK,
@@ -44,6 +46,7 @@ pub const MANAGED_VARS: [&str; 9] = [
     VAR_HOST_GID,
     VAR_HOST_USER,
     VAR_MANIFEST_SHA256,
+    VAR_ALLOW_UNSEALED,
 ];
 
 /// The validated managed environment.
@@ -59,6 +62,9 @@ pub struct SessionEnv {
     pub user_name: String,
     /// Lower-case hex sha256 of the control-plane manifest, pinned by the host.
     pub manifest_sha256: String,
+    /// The operator accepts a strict session without the Landlock seal when the kernel cannot
+    /// enforce it.
+    pub allow_unsealed: bool,
 }
 
 /// Why the managed environment was refused. `code()` is stable; `Display` is one line.
@@ -301,7 +307,19 @@ pub fn parse_session_env(env: &[(&OsStr, &OsStr)], today: Date) -> Result<Sessio
         ));
     }
 
+    let allow_unsealed = match text(env, VAR_ALLOW_UNSEALED)? {
+        None => false,
+        Some("1") => true,
+        Some(other) => {
+            return Err(EnvRefusal::new(
+                "allow_unsealed_invalid",
+                format!("{VAR_ALLOW_UNSEALED}={other:?}; the only value is 1"),
+            ))
+        }
+    };
+
     Ok(SessionEnv {
+        allow_unsealed,
         agent,
         profile,
         autonomy,

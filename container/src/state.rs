@@ -35,6 +35,8 @@ pub enum Reduction {
     Breakglass,
     /// An arbitrary command runs instead of the provider.
     ArbitraryCommand,
+    /// Strict without the Landlock seal (the kernel cannot enforce it; the operator accepted).
+    Unsealed,
 }
 
 impl Reduction {
@@ -42,11 +44,12 @@ impl Reduction {
         match self {
             Self::Breakglass => "breakglass",
             Self::ArbitraryCommand => "arbitrary-command",
+            Self::Unsealed => "unsealed",
         }
     }
 
     fn from_name(s: &str) -> Option<Self> {
-        [Self::Breakglass, Self::ArbitraryCommand]
+        [Self::Breakglass, Self::ArbitraryCommand, Self::Unsealed]
             .into_iter()
             .find(|r| r.as_str() == s)
     }

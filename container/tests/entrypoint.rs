@@ -627,3 +627,66 @@ fn a_readonly_session_never_runs_as_root_and_reads_pid1_environment() {
         text(&out.stderr)
     );
 }
+
+/// Strict sessions are sealed: the kernel refuses to execute a file in a mutable root even
+/// though no preload library is loaded here, while system programs still run.
+#[test]
+fn a_strict_session_is_sealed_by_the_kernel() {
+    let root = Rootfs::new("seal");
+    // /state is the mapped user's writable mutable root in the test root.
+    let script = "cp /bin/true /state/payload && /state/payload; echo WS:$?; \
+        /bin/true; echo SYS:$?";
+    let out = root.run(
+        &root.env("claude"),
+        &["--arbitrary-command", "--", "/bin/sh", "-c", script],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("WS:126"), "{stdout}");
+    assert!(stdout.contains("SYS:0"), "{stdout}");
+    // The development profile is not sealed.
+    let mut env = root.env("claude");
+    env.retain(|(k, _)| k != "EXECGUARD_PROFILE");
+    env.push(("EXECGUARD_PROFILE".into(), "development".into()));
+    let out = root.run(
+        &env,
+        &["--arbitrary-command", "--", "/bin/sh", "-c", script],
+    );
+    assert!(text(&out.stdout).contains("WS:0"), "{}", text(&out.stdout));
+}
+
+/// Without Landlock (simulated by the test hook that can only lower the ABI) a strict session
+/// refuses to start with a typed error, unless the operator accepts reduced assurance.
+#[test]
+fn without_landlock_strict_refuses_unless_unsealed_is_accepted() {
+    let root = Rootfs::new("noseal");
+    let mut env = root.env("claude");
+    env.push(("EXECGUARD_TEST_LANDLOCK_ABI".into(), "0".into()));
+    let out = root.run(&env, &["--arbitrary-command", "--", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("refused seal_unavailable:"),
+        "{}",
+        text(&out.stderr)
+    );
+    env.push(("EXECGUARD_ALLOW_UNSEALED".into(), "1".into()));
+    let out = root.run(
+        &env,
+        &[
+            "--arbitrary-command",
+            "--",
+            "/bin/cat",
+            "/run/execguard/state/assurance",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "reduced:arbitrary-command,unsealed"
+    );
+}

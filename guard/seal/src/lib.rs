@@ -112,8 +112,13 @@ pub fn kernel_abi() -> Result<i64, i32> {
 /// that contain an excluded root, so that nothing at or beneath an excluded root is granted.
 /// `excluded` must be canonical; ones that do not exist exclude nothing.
 pub fn grants(excluded: &[PathBuf]) -> Vec<PathBuf> {
+    grants_from(Path::new("/"), excluded)
+}
+
+/// [`grants`] for the tree below `root` (tests use a temporary tree).
+pub fn grants_from(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    collect(Path::new("/"), excluded, &mut out);
+    collect(root, excluded, &mut out);
     out
 }
 
@@ -123,16 +128,37 @@ fn collect(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if excluded.iter().any(|e| e == &path) {
+        // Only directories and regular files can hold programs. Sockets, pipes and devices
+        // (and links to them, such as /dev/stdin) get no grant: Landlock refuses rules on
+        // pseudo file systems, and nothing there is executed.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() && !meta.is_file() {
             continue;
         }
-        let contains_excluded = excluded.iter().any(|e| e.starts_with(&path));
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if contains_excluded && is_dir {
-            collect(&path, excluded, out);
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        // A rule follows links: judge a link by where it leads.
+        let real = if is_link {
+            match path.canonicalize() {
+                Ok(r) => r,
+                Err(_) => continue,
+            }
         } else {
-            out.push(path);
+            path.clone()
+        };
+        if excluded.iter().any(|e| real.starts_with(e)) {
+            continue; // at or inside a mutable root
         }
+        if excluded.iter().any(|e| e.starts_with(&real)) {
+            // Holds a mutable root: grant its other entries one level down. A link to such a
+            // directory gets nothing; the directory is reached under its own name.
+            if !is_link {
+                collect(&path, excluded, out);
+            }
+            continue;
+        }
+        out.push(path);
     }
 }
 
@@ -167,7 +193,10 @@ pub fn seal(mutable_roots: &[PathBuf]) -> Result<SealStatus, SealError> {
         // Execute is a file right, valid on files and directories alike.
         ruleset = ruleset
             .add_rule(PathBeneath::new(fd, AccessFs::Execute))
-            .map_err(apply("add a rule"))?;
+            .map_err(|e| SealError::Apply {
+                step: "add a rule",
+                detail: format!("{}: {e}", path.display()),
+            })?;
         rules += 1;
     }
     let status = ruleset
@@ -205,6 +234,60 @@ mod tests {
         }
         assert!(g.contains(&PathBuf::from("/usr")));
         assert!(g.contains(&PathBuf::from("/var/lib")) || !Path::new("/var/lib").exists());
+    }
+
+    /// Seals a child process and checks the kernel refuses an exec from the excluded root while
+    /// a system binary still runs.
+    #[test]
+    fn sealed_child_cannot_exec_from_an_excluded_root() {
+        if let Some(dir) = std::env::var_os("EXECGUARD_SEAL_EXEC_CHILD") {
+            let dir = PathBuf::from(dir);
+            seal(std::slice::from_ref(&dir)).expect("seal");
+            let err = std::process::Command::new(dir.join("true"))
+                .status()
+                .unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+            assert!(std::process::Command::new("/bin/true")
+                .status()
+                .unwrap()
+                .success());
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy("/bin/true", dir.path().join("true")).unwrap();
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "tests::sealed_child_cannot_exec_from_an_excluded_root",
+                "--nocapture",
+            ])
+            .env(
+                "EXECGUARD_SEAL_EXEC_CHILD",
+                dir.path().canonicalize().unwrap(),
+            )
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    #[test]
+    fn links_into_or_above_a_root_get_no_grant() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        for d in ["usr/bin", "run/user/1000", "var"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("usr/bin/tool"), b"x").unwrap();
+        std::os::unix::fs::symlink(root.join("run"), root.join("var/run")).unwrap();
+        std::os::unix::fs::symlink(root.join("run/user/1000"), root.join("home")).unwrap();
+        std::os::unix::fs::symlink(root.join("usr/bin"), root.join("bin")).unwrap();
+        let excluded = vec![root.join("run/user")];
+        let mut g = grants_from(&root, &excluded);
+        g.sort();
+        // `var` holds only a link to `run`: Landlock judges the resolved file, so a grant on
+        // `var` never reaches `run/user`.
+        let want: Vec<PathBuf> = ["bin", "usr", "var"].iter().map(|p| root.join(p)).collect();
+        assert_eq!(g, want);
     }
 
     #[test]
