@@ -32,6 +32,9 @@ enum Command {
     Policy(commands::policy::Command),
     /// Summarise an audit log
     Audit(commands::audit::Args),
+    /// The hardened image: build it, run sessions in it, render its run profile
+    #[command(subcommand)]
+    Image(commands::image::Command),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => commands::doctor::run(args),
         Command::Policy(cmd) => commands::policy::run(cmd),
         Command::Audit(args) => commands::audit::run(args),
+        Command::Image(cmd) => commands::image::run(cmd),
     };
     match result {
         Ok(code) => code,

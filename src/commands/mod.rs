@@ -1,5 +1,6 @@
 pub mod audit;
 pub mod check;
 pub mod doctor;
+pub mod image;
 pub mod policy;
 pub mod run;

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds the execguard image. Called by `execguard image build`; may be run directly.
+#
+#   image/build.sh                        # tag execguard:latest on a local debootstrap base
+#   BASE_IMAGE=debian:bookworm-slim image/build.sh   # with a registry
+#
+# Environment:
+#   EXECGUARD_IMAGE_TAG   the tag (default execguard:latest)
+#   BASE_IMAGE            base image; unset: execguard-base:bookworm, made once with debootstrap
+#                         from the apt mirror this machine uses, then reused from the tag
+#   CARGO_TARGET_DIR      where cargo builds (default <repo>/target); the build output lands in
+#                         $CARGO_TARGET_DIR/image
+#   CLAUDE_CODE_VERSION   the @anthropic-ai/claude-code release to install (pinned below)
+#   EXECGUARD_DOCKER_SECCOMP_DEFAULT
+#                         Docker's default seccomp profile (profiles/seccomp/default.json);
+#                         unset: taken from Debian's golang-github-docker-docker-dev with
+#                         `apt-get download` (matches docker.io on Debian bookworm)
+#
+# Network: cargo (crates.io), npm (the provider CLI), apt (base and seccomp source). `docker
+# build` itself needs none: everything is staged into the build context first.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TAG=${EXECGUARD_IMAGE_TAG:-execguard:latest}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+OUT=$TARGET/image
+CLAUDE_CODE_VERSION=${CLAUDE_CODE_VERSION:-2.1.332}
+LOCAL_BASE=execguard-base:bookworm
+
+log() { printf 'image/build.sh: %s\n' "$*" >&2; }
+
+mkdir -p "$OUT"
+
+# 1. Rust artifacts, release mode, on the host.
+log "cargo build --release"
+(cd "$ROOT" && cargo build --release --locked -p execguard -p execguard-preload \
+    -p execguard-wrappers -p execguard-container)
+REL=$TARGET/release
+for f in libexecguard.so execguard execguard-entrypoint execguard-provider execguard-git execguard-node; do
+    [[ -f $REL/$f ]] || { log "missing $REL/$f"; exit 1; }
+done
+
+# 2. The base image.
+apt_mirror() {
+    local uri
+    uri=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null \
+        | grep -v security | head -n1 | sed -E 's/^URIs:[[:space:]]*//; s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?//; s/[[:space:]].*$//')
+    echo "${uri:-http://deb.debian.org/debian}"
+}
+if [[ -z ${BASE_IMAGE:-} ]]; then
+    BASE_IMAGE=$LOCAL_BASE
+    if docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then
+        log "base $LOCAL_BASE (cached)"
+    else
+        command -v debootstrap >/dev/null || { log "debootstrap is needed (apt-get install debootstrap)"; exit 1; }
+        ROOTFS=$OUT/base-rootfs
+        rm -rf "$ROOTFS"
+        MIRROR=$(apt_mirror)
+        log "debootstrap bookworm from $MIRROR (a few minutes, once)"
+        # npm is left out: debootstrap's resolver cannot install it (virtual packages); the
+        # provider CLI is installed on the host instead.
+        debootstrap --variant=minbase --include=bash,git,nodejs,ca-certificates \
+            bookworm "$ROOTFS" "$MIRROR" >"$OUT/debootstrap.log" 2>&1 \
+            || { tail -n 30 "$OUT/debootstrap.log" >&2; exit 1; }
+        rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/debootstrap
+        tar -C "$ROOTFS" --numeric-owner -c . | docker import \
+            --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
+            - "$LOCAL_BASE" >/dev/null
+        rm -rf "$ROOTFS"
+        log "base $LOCAL_BASE imported"
+    fi
+fi
+
+# 3. The provider CLI, from npm, cached by version.
+NPM_DIR=$OUT/npm-claude-code-$CLAUDE_CODE_VERSION
+CLAUDE_BIN=$NPM_DIR/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+if [[ ! -x $CLAUDE_BIN ]]; then
+    log "npm install @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+    rm -rf "$NPM_DIR"
+    mkdir -p "$NPM_DIR"
+    # --ignore-scripts: the package's install script would only copy the same native binary.
+    npm install --prefix "$NPM_DIR" --no-audit --no-fund --ignore-scripts --loglevel=error \
+        "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >&2
+fi
+[[ -x $CLAUDE_BIN ]] || { log "no native claude binary in the npm package"; exit 1; }
+
+# 4. The seccomp profile: Docker's default plus our denials.
+DEFAULT_JSON=${EXECGUARD_DOCKER_SECCOMP_DEFAULT:-}
+if [[ -z $DEFAULT_JSON ]]; then
+    SRC=$OUT/docker-seccomp-source
+    DEFAULT_JSON=$SRC/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
+    if [[ ! -f $DEFAULT_JSON ]]; then
+        log "apt-get download golang-github-docker-docker-dev (Docker's default seccomp profile)"
+        rm -rf "$SRC" && mkdir -p "$SRC/deb"
+        (cd "$SRC/deb" && apt-get download golang-github-docker-docker-dev >&2)
+        dpkg-deb --fsys-tarfile "$SRC"/deb/*.deb \
+            | tar -x -C "$SRC" ./usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
+    fi
+fi
+"$REL/execguard" image seccomp --docker-default "$DEFAULT_JSON" --out "$OUT/execguard-seccomp.json"
+
+# 5. The build context: control-plane files laid out at their image paths.
+CTX=$OUT/context
+rm -rf "$CTX"
+mkdir -p "$CTX/rootfs" "$CTX/provider"
+R=$CTX/rootfs
+install -D -m 0644 "$REL/libexecguard.so" "$R/usr/local/lib/libexecguard.so"
+install -D -m 0755 "$REL/execguard-entrypoint" "$R/usr/local/libexec/execguard/execguard-entrypoint"
+install -D -m 0755 "$REL/execguard-provider" "$R/usr/local/libexec/execguard/execguard-provider"
+install -D -m 0755 "$REL/execguard-git" "$R/usr/local/libexec/execguard/bin/execguard-git"
+install -D -m 0755 "$REL/execguard-node" "$R/usr/local/libexec/execguard/bin/execguard-node"
+install -D -m 0755 "$REL/execguard" "$R/usr/local/bin/execguard"
+install -D -m 0644 "$ROOT/image/policy.toml" "$R/etc/execguard/policy.toml"
+install -D -m 0644 "$OUT/execguard-seccomp.json" "$R/usr/local/share/execguard/$(basename "$OUT/execguard-seccomp.json")"
+install -D -m 0755 "$ROOT/image/install.sh" "$CTX/install.sh"
+cp -r "$ROOT/image/home" "$R/usr/local/share/execguard/home"
+"$REL/execguard" policy validate "$R/etc/execguard/policy.toml" >&2
+# The provider binary is large: hard-link it into the context when the filesystem allows.
+ln "$CLAUDE_BIN" "$CTX/provider/claude" 2>/dev/null || cp "$CLAUDE_BIN" "$CTX/provider/claude"
+cp "$ROOT/image/Dockerfile" "$CTX/Dockerfile"
+
+# 6. docker build (no network), then record the manifest digest and the seccomp profile as labels.
+STAGE=${TAG%%:*}:build-stage
+log "docker build $STAGE (base $BASE_IMAGE)"
+docker build --network=none --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$STAGE" "$CTX" >&2
+DIGEST=$(docker run --rm --network=none --entrypoint /usr/bin/sha256sum "$STAGE" \
+    /usr/local/libexec/execguard/control-plane.sha256 | cut -d' ' -f1)
+[[ $DIGEST =~ ^[0-9a-f]{64}$ ]] || { log "could not read the manifest digest"; exit 1; }
+SECCOMP_LABEL=$(tr -d '\n' <"$OUT/execguard-seccomp.json" | tr -s ' ')
+printf 'FROM %s\n' "$STAGE" | docker build --network=none \
+    --label "execguard.manifest.sha256=$DIGEST" \
+    --label "execguard.seccomp=$SECCOMP_LABEL" \
+    -q -t "$TAG" - >/dev/null
+log "built $TAG (manifest sha256 $DIGEST)"
+echo "$TAG"
