@@ -185,6 +185,48 @@ fn git_commit_runs_the_hook_and_nested_git_goes_through_the_wrapper() {
 }
 
 #[test]
+fn git_starting_git_works_clone_pull_push_submodule() {
+    let r = Repo::new("clone");
+    assert_status(&r.run(&["git", "commit", "-q", "-m", "one"]), 0);
+    // Local transport: git starts `git-upload-pack`/`git-receive-pack` through `sh -c`; the
+    // exec-path shim links these dashed builtins to the wrapper (the real ones are the
+    // protected git under another name).
+    let clone = r.root.join("clone");
+    let out = r.run(&[
+        "git",
+        "clone",
+        "-q",
+        r.repo.to_str().unwrap(),
+        clone.to_str().unwrap(),
+    ]);
+    assert_status(&out, 0);
+    let in_clone = |args: &[&str]| {
+        Command::new(EXECGUARD)
+            .arg("run")
+            .arg("--")
+            .args(args)
+            .current_dir(&clone)
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD")
+            .output()
+            .unwrap()
+    };
+    assert_status(&in_clone(&["git", "pull", "-q"]), 0);
+    assert_status(
+        &in_clone(&["git", "push", "-q", "origin", "HEAD:refs/heads/other"]),
+        0,
+    );
+    // git-submodule is a script that sources `$(git --exec-path)/git-sh-setup`.
+    let out = in_clone(&["sh", "-c", "git submodule status && git --exec-path"]);
+    assert_status(&out, 0);
+    assert!(
+        text(&out.stdout).trim_end().ends_with("/git-core"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn git_hook_bypass_is_refused_with_status_2() {
     let r = Repo::new("bypass");
     for args in [

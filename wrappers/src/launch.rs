@@ -114,9 +114,23 @@ fn setup(inv: &Invocation, name: &str) -> Result<(WrapperPolicy, PathBuf, Option
     Ok((policy, real, self_exe))
 }
 
+/// `git-<cmd> ARGS` is `git <cmd> ARGS` (git.c): the name the wrapper was started by, when it
+/// is a dashed builtin (the exec-path shim links those to the wrapper).
+pub fn dashed_subcommand(argv0: &std::ffi::OsStr) -> Option<OsString> {
+    let name = Path::new(argv0).file_name()?.to_str()?;
+    let sub = name.strip_prefix("git-")?;
+    (!sub.is_empty()).then(|| OsString::from(sub))
+}
+
 /// `execguard-git` (installed as `git`).
 pub fn main_git() -> i32 {
-    let inv = Invocation::from_process("git");
+    let mut inv = Invocation::from_process("git");
+    if let Some(sub) = std::env::args_os()
+        .next()
+        .and_then(|a0| dashed_subcommand(&a0))
+    {
+        inv.args.insert(0, sub);
+    }
     let (policy, real, self_exe) = match setup(&inv, "git") {
         Ok(x) => x,
         Err(code) => return code,
@@ -145,5 +159,24 @@ pub fn main_node() -> i32 {
     match crate::node::check_node(&inv.args) {
         Ok(_) => inv.exec(&real, &inv.args, Runtime::Node, &[]),
         Err(r) => inv.refuse(&r, Some(&policy)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dashed_names_are_subcommands() {
+        let d = |s: &str| dashed_subcommand(std::ffi::OsStr::new(s));
+        assert_eq!(d("git-upload-pack"), Some("upload-pack".into()));
+        assert_eq!(
+            d("/x/git-core/git-receive-pack"),
+            Some("receive-pack".into())
+        );
+        assert_eq!(d("git"), None);
+        assert_eq!(d("git-"), None);
+        assert_eq!(d("execguard-git"), None);
+        assert_eq!(d("/usr/bin/git"), None);
     }
 }

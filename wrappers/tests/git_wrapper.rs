@@ -361,7 +361,8 @@ fn corpus() -> Vec<Case> {
         ),
         // Global options.
         case(&["--exec-path=/tmp", "status"], Refused("exec_path")),
-        case(&["--exec-path", "status"], Refused("exec_path")),
+        // Without `=`, git prints its exec-path (the shim) and exits; git-submodule needs it.
+        case(&["--exec-path", "status"], Allowed),
         case(
             &["--git-dir=/tmp", "status"],
             Refused("repository_override"),

@@ -253,9 +253,13 @@ impl Ctx<'_, '_> {
             let next = args.get(i + 1);
             let mut take_next = false;
             match a.as_str() {
-                _ if a.starts_with("--exec-path") => {
+                // `--exec-path=<dir>` makes git run helpers from <dir>. Without `=` git prints
+                // its exec-path and exits before running anything (git.c); scripts such as
+                // git-submodule source `$(git --exec-path)/git-sh-setup`.
+                _ if a.starts_with("--exec-path=") => {
                     return Err(Refusal::new(Reason::ExecPath, a));
                 }
+                _ if a.starts_with("--exec-path") => break,
                 "--html-path"
                 | "--man-path"
                 | "--info-path"

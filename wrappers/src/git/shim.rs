@@ -16,7 +16,8 @@ use super::ShimRule;
 
 /// Build (or refresh) a shim directory `dir` for the real exec-path `real_exec_path` (e.g.
 /// `/usr/lib/git-core`) and the wrapper binary `wrapper`. Every entry of `real_exec_path`
-/// becomes a symlink to it, except `git`, which links to `wrapper`. Stale symlinks are
+/// becomes a symlink to it, except `git` and the entries that are the real git under another
+/// name (hard links), which link to `wrapper`. Stale symlinks are
 /// replaced; any other file in `dir` is an error (the wrapper would refuse the shim).
 pub fn build_git_exec_path_shim(
     dir: &Path,
@@ -41,20 +42,31 @@ pub fn build_git_exec_path_shim(
             ));
         }
     }
+    // The dashed builtins (`git-upload-pack`, ...) are the real git under other names (hard
+    // links): git starts some of them through `sh -c`, which the guard would refuse. They
+    // link to the wrapper, which runs `git-<cmd> ARGS` as `git <cmd> ARGS`.
+    let real_git = fs::metadata(real_exec_path.join("git")).ok();
     for entry in fs::read_dir(real_exec_path)? {
         let entry = entry?;
         let name = entry.file_name();
         if name == "git" {
             continue;
         }
-        symlink(real_exec_path.join(&name), dir.join(&name))?;
+        let is_real_git = real_git.as_ref().is_some_and(|g| {
+            fs::metadata(entry.path()).is_ok_and(|m| (m.dev(), m.ino()) == (g.dev(), g.ino()))
+        });
+        if is_real_git {
+            symlink(wrapper, dir.join(&name))?;
+        } else {
+            symlink(real_exec_path.join(&name), dir.join(&name))?;
+        }
     }
     symlink(wrapper, dir.join("git"))
 }
 
 /// Accept `dir` as `GIT_EXEC_PATH` only if it is such a shim: its `git` is the wrapper (same
-/// device and inode), and every other entry is a symlink to the same name in one of the
-/// allowed real exec-path directories. Anything else could make git run a program of the
+/// device and inode), and every other entry is a symlink to the wrapper or to the same name in
+/// one of the allowed real exec-path directories. Anything else could make git run a program of the
 /// caller's choosing as one of its helpers.
 pub fn validate_shim(dir: &Path, rule: &ShimRule) -> Result<(), String> {
     let Some(wrapper) = &rule.wrapper else {
@@ -74,10 +86,14 @@ pub fn validate_shim(dir: &Path, rule: &ShimRule) -> Result<(), String> {
         }
         let target = fs::read_link(entry.path())
             .map_err(|_| format!("{} is not a symlink", name.to_string_lossy()))?;
-        let ok = target.file_name() == Some(name.as_os_str())
-            && target
-                .parent()
-                .is_some_and(|p| rule.real_exec_dirs.iter().any(|d| d == p));
+        // A dashed builtin that links to the wrapper is checked again when it runs.
+        let to_wrapper =
+            fs::metadata(entry.path()).is_ok_and(|m| (m.dev(), m.ino()) == (w.dev(), w.ino()));
+        let ok = to_wrapper
+            || target.file_name() == Some(name.as_os_str())
+                && target
+                    .parent()
+                    .is_some_and(|p| rule.real_exec_dirs.iter().any(|d| d == p));
         if !ok {
             return Err(format!(
                 "{} links to {}, outside the real exec path",
@@ -87,4 +103,44 @@ pub fn validate_shim(dir: &Path, rule: &ShimRule) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn dashed_builtins_link_to_the_wrapper_and_validate() {
+        let d = std::env::temp_dir().join(format!("eg-shim-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let real = d.join("git-core");
+        fs::create_dir_all(&real).unwrap();
+        fs::write(real.join("git"), b"real git").unwrap();
+        fs::hard_link(real.join("git"), real.join("git-upload-pack")).unwrap();
+        fs::write(real.join("git-sh-setup"), b"# script").unwrap();
+        let wrapper = d.join("execguard-git");
+        fs::write(&wrapper, b"wrapper").unwrap();
+        let shim = d.join("shim");
+        build_git_exec_path_shim(&shim, &real, &wrapper).unwrap();
+        assert_eq!(fs::read_link(shim.join("git")).unwrap(), wrapper);
+        assert_eq!(
+            fs::read_link(shim.join("git-upload-pack")).unwrap(),
+            wrapper
+        );
+        assert_eq!(
+            fs::read_link(shim.join("git-sh-setup")).unwrap(),
+            real.join("git-sh-setup")
+        );
+        let rule = ShimRule {
+            wrapper: Some(wrapper.clone()),
+            real_exec_dirs: vec![real.clone()],
+        };
+        assert_eq!(validate_shim(&shim, &rule), Ok(()));
+        // A link to anything else outside the real exec-path is refused.
+        fs::remove_file(shim.join("git-sh-setup")).unwrap();
+        symlink(PathBuf::from("/bin/sh"), shim.join("git-sh-setup")).unwrap();
+        assert!(validate_shim(&shim, &rule).is_err());
+        fs::remove_dir_all(&d).unwrap();
+    }
 }
