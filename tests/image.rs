@@ -248,9 +248,8 @@ fn the_guard_is_in_every_dynamic_process_and_its_refusals_hold() {
     ws.write("sleep.js", "setTimeout(() => {}, 30000);\n");
     let out = ok(&sh(
         &ws,
-        &format!(
-            r#"set -u
-try() {{ name=$1; shift; "$@" >/tmp/out 2>/tmp/err; echo "$name.rc=$?"; echo "$name.err=$(tr '\n' ' ' </tmp/err)"; }}
+        r#"set -u
+try() { name=$1; shift; "$@" >/tmp/out 2>/tmp/err; echo "$name.rc=$?"; echo "$name.err=$(tr '\n' ' ' </tmp/err)"; }
 chmod +x /workspace/ok.sh /workspace/node-shebang /workspace/a /workspace/b
 cp /bin/true /workspace/t && chmod +x /workspace/t
 mkdir -p /state/tmp && cp /bin/true /state/tmp/t && chmod +x /state/tmp/t
@@ -293,8 +292,7 @@ perl -e 'my $r = syscall(272, 0x10000000); print "unshare=", ($r == -1 ? "refuse
 if mkdir -p /run/execguard/state 2>/dev/null && echo breakglass > /run/execguard/state/profile 2>/dev/null; then echo state=writable; else echo state=refused; fi
 if echo '#' >> /etc/execguard/policy.toml 2>/dev/null; then echo policy=writable; else echo policy=refused; fi
 kill $NODE $SLEEP
-"#
-        ),
+"#,
     ));
     for case in ["workspace", "state", "tmp", "loader"] {
         assert_eq!(field(&out, &format!("{case}.rc")), "126", "{case}\n{out}");
