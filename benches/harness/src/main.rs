@@ -87,6 +87,10 @@ struct Cli {
     /// A line of free text for the report's header (e.g. where the guard was built from).
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
+    /// Give measured runs the harness's whole environment instead of a clean
+    /// one (PATH, HOME and the --env/--policy variables).
+    #[arg(long)]
+    inherit_env: bool,
     /// Keep the temporary build and work directory.
     #[arg(long)]
     keep_tmp: bool,
@@ -211,7 +215,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", bin_dir.display()))?;
 
     // Environment shared by every variant.
-    let mut env = Env::default();
+    let mut env = Env::new(cli.inherit_env);
     for kv in &cli.envs {
         let (k, v) = kv
             .split_once('=')
@@ -500,7 +504,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
             loadavg_start,
             loadavg_end: sysinfo::loadavg(),
             git_commit: sysinfo::git_commit(Path::new(env!("CARGO_MANIFEST_DIR"))),
-            env_keys: env.pairs.iter().map(|(k, _)| k.clone()).collect(),
+            env_keys: env.keys(),
+            inherit_env: cli.inherit_env,
             inherited_ld_preload: std::env::var("LD_PRELOAD").ok(),
             bin_dir: bin_dir.display().to_string(),
             note: cli.note.clone(),

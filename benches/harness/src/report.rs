@@ -42,8 +42,10 @@ pub struct Meta {
     pub loadavg_start: String,
     pub loadavg_end: String,
     pub git_commit: Option<String>,
-    /// Names of the variables set with --env/--policy (values are not recorded).
+    /// Names of the variables every measured run gets (values are not recorded).
     pub env_keys: Vec<String>,
+    /// `--inherit-env`: the harness's whole environment was passed through.
+    pub inherit_env: bool,
     /// LD_PRELOAD the harness itself was started with (removed for every run).
     pub inherited_ld_preload: Option<String>,
     pub bin_dir: String,
@@ -276,10 +278,16 @@ pub fn markdown(r: &Results) -> String {
     if let Some(c) = &m.git_commit {
         let _ = writeln!(o, "- repository commit: {c}");
     }
-    if !m.env_keys.is_empty() {
+    if m.inherit_env {
         let _ = writeln!(
             o,
-            "- environment set for every variant (values not recorded): {}",
+            "- environment: the harness's own, passed through (`--inherit-env`), {} variables",
+            m.env_keys.len()
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "- environment of every measured run, all variants alike (values not recorded): {}",
             m.env_keys.join(", ")
         );
     }

@@ -16,17 +16,60 @@ pub struct Variant {
     pub lib: Option<PathBuf>,
 }
 
-/// The environment every variant shares: `--env`/`--policy` pairs, applied to all
-/// variants alike, so that the only difference between variants is `LD_PRELOAD`.
+/// The environment every variant shares, applied to all variants alike, so
+/// that the only difference between variants is `LD_PRELOAD`.
+///
+/// Measured runs start from a clean environment (`base`: PATH and HOME by
+/// default) rather than the harness's own. A preload may scan the environment
+/// on every exec, and `cargo run` alone adds some forty variables, among them
+/// LD_LIBRARY_PATH, which every loader then searches. A clean one keeps the
+/// figures the same however the harness is started. `--inherit-env` passes
+/// everything through instead (LD_PRELOAD excepted).
 #[derive(Debug, Clone, Default)]
 pub struct Env {
+    pub base: Vec<(String, String)>,
+    /// `--env` and `--policy` pairs, set after `base`.
     pub pairs: Vec<(String, String)>,
 }
 
 impl Env {
+    pub fn new(inherit: bool) -> Self {
+        let base = if inherit {
+            std::env::vars()
+                .filter(|(k, _)| k != "LD_PRELOAD")
+                .collect()
+        } else {
+            vec![
+                (
+                    "PATH".to_string(),
+                    std::env::var("PATH").unwrap_or_else(|_| {
+                        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()
+                    }),
+                ),
+                (
+                    "HOME".to_string(),
+                    std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
+                ),
+            ]
+        };
+        Env {
+            base,
+            pairs: vec![],
+        }
+    }
+
+    /// Names of every variable a measured run gets (besides LD_PRELOAD).
+    pub fn keys(&self) -> Vec<String> {
+        self.base
+            .iter()
+            .chain(&self.pairs)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     pub fn apply(&self, cmd: &mut Command, variant: &Variant) {
-        cmd.env_remove("LD_PRELOAD");
-        for (k, v) in &self.pairs {
+        cmd.env_clear();
+        for (k, v) in self.base.iter().chain(&self.pairs) {
             cmd.env(k, v);
         }
         if let Some(lib) = &variant.lib {

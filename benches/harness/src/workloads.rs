@@ -183,8 +183,8 @@ impl Workload {
                     for args in [&["status"][..], &["log", "--oneline", "-n", "20"][..]] {
                         let mut c = Command::new(git);
                         c.args(args).current_dir(dir);
-                        git_env(&mut c);
                         ctx.env.apply(&mut c, variant);
+                        git_env(&mut c);
                         let out = run(c, ctx.scratch, timeout)?;
                         total += out.wall;
                         cpu += out.cpu;
