@@ -97,7 +97,11 @@ struct Cli {
 }
 
 fn default_out() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../results")
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR"));
+    harness
+        .parent()
+        .map(|benches| benches.join("results"))
+        .unwrap_or_else(|| harness.join("../results"))
 }
 
 fn find_on_path(p: &Path) -> Option<PathBuf> {
