@@ -45,36 +45,73 @@ fn benches(c: &mut Criterion) {
     let policy = Policy::parse(text.as_bytes()).unwrap();
     let mut sys = LibcSys;
     let runtimes = RuntimeIds::resolve(&mut sys, &policy);
-    let ctx = Context { policy: &policy, runtimes: &runtimes, self_lib: None };
-    let env: Vec<&[u8]> = vec![b"PATH=/usr/local/bin:/usr/bin:/bin", b"HOME=/root", b"LANG=C.UTF-8"];
+    let ctx = Context {
+        policy: &policy,
+        runtimes: &runtimes,
+        self_lib: None,
+    };
+    let env: Vec<&[u8]> = vec![
+        b"PATH=/usr/local/bin:/usr/bin:/bin",
+        b"HOME=/root",
+        b"LANG=C.UTF-8",
+    ];
     let cases: [(&str, Vec<u8>); 4] = [
         ("decide/allow system ELF (warm)", b"/bin/true".to_vec()),
-        ("decide/deny workspace ELF", elf.as_os_str().as_encoded_bytes().to_vec()),
-        ("decide/allow workspace #!/bin/sh script", script.as_os_str().as_encoded_bytes().to_vec()),
-        ("decide/allow nested #! chain", nested.as_os_str().as_encoded_bytes().to_vec()),
+        (
+            "decide/deny workspace ELF",
+            elf.as_os_str().as_encoded_bytes().to_vec(),
+        ),
+        (
+            "decide/allow workspace #!/bin/sh script",
+            script.as_os_str().as_encoded_bytes().to_vec(),
+        ),
+        (
+            "decide/allow nested #! chain",
+            nested.as_os_str().as_encoded_bytes().to_vec(),
+        ),
     ];
     for (name, path) in &cases {
         let argv: Vec<&[u8]> = vec![path.as_slice(), b"arg"];
         c.bench_function(name, |b| {
             b.iter(|| {
-                let req = Request { target: Target::Path(path), argv: &argv[..], envp: &env[..] };
+                let req = Request {
+                    target: Target::Path(path),
+                    argv: &argv[..],
+                    envp: &env[..],
+                };
                 decide(&mut sys, &ctx, black_box(&req))
             })
         });
     }
 
     let reader = execguard_wrappers::StaticConfig(Vec::new());
-    let git_ctx = execguard_wrappers::GitContext { reader: &reader, shim: Default::default() };
+    let git_ctx = execguard_wrappers::GitContext {
+        reader: &reader,
+        shim: Default::default(),
+    };
     let git_env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
-    let commit: Vec<OsString> = ["commit", "-q", "-m", "message"].iter().map(OsString::from).collect();
-    let bypass: Vec<OsString> = ["commit", "--no-verif", "-m", "x"].iter().map(OsString::from).collect();
+    let commit: Vec<OsString> = ["commit", "-q", "-m", "message"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let bypass: Vec<OsString> = ["commit", "--no-verif", "-m", "x"]
+        .iter()
+        .map(OsString::from)
+        .collect();
     c.bench_function("wrapper/git commit (allowed)", |b| {
-        b.iter(|| execguard_wrappers::check_git_with(black_box(&commit), &git_env, ws.path(), &git_ctx))
+        b.iter(|| {
+            execguard_wrappers::check_git_with(black_box(&commit), &git_env, ws.path(), &git_ctx)
+        })
     });
     c.bench_function("wrapper/git commit --no-verif (refused)", |b| {
-        b.iter(|| execguard_wrappers::check_git_with(black_box(&bypass), &git_env, ws.path(), &git_ctx))
+        b.iter(|| {
+            execguard_wrappers::check_git_with(black_box(&bypass), &git_env, ws.path(), &git_ctx)
+        })
     });
-    let node_args: Vec<OsString> = ["--enable-source-maps", "app.js", "-e"].iter().map(OsString::from).collect();
+    let node_args: Vec<OsString> = ["--enable-source-maps", "app.js", "-e"]
+        .iter()
+        .map(OsString::from)
+        .collect();
     c.bench_function("wrapper/node app.js (allowed)", |b| {
         b.iter(|| execguard_wrappers::node::check_node(black_box(&node_args)))
     });

@@ -207,6 +207,9 @@ pub fn discover_runtimes(
             // shim only if it links into the directory of a protected git.
             Some(e) => {
                 push(e.join("git"), true, &mut out);
+                // The whole directory too: its other copies of git (dashed builtins that are
+                // not hard links) would otherwise start git without the wrapper.
+                push(e, true, &mut out);
             }
             None if first => bail!(
                 "cannot find the exec-path (git-core directory) of {}: git's hooks could not start git; install git with its git-core directory",

@@ -295,6 +295,19 @@ fn direct_exec_of_the_real_git_is_refused_by_the_guard() {
         "{path_git}: {}",
         text(&out.stderr)
     );
+    // Every copy in git's exec-path, hard link or not (the whole directory is protected).
+    for entry in std::fs::read_dir("/usr/lib/git-core").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !["git-commit", "git-upload-pack", "git-receive-pack"].contains(&name.as_str()) {
+            continue;
+        }
+        let out = r.run(&["sh", "-c", &format!("/usr/lib/git-core/{name} --version")]);
+        assert!(
+            text(&out.stderr).contains("protected_runtime_direct"),
+            "{name}: {}",
+            text(&out.stderr)
+        );
+    }
     // As the session's first command, from execguard itself.
     let out = r.run(&[DEBIAN_GIT, "status"]);
     assert_status(&out, 126);

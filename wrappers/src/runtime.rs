@@ -97,7 +97,14 @@ impl WrapperPolicy {
             .runtimes
             .iter()
             .filter(|r| r.name == "git")
-            .filter_map(|r| r.path.parent().map(Path::to_path_buf))
+            .filter_map(|r| {
+                // A directory entry protects the exec-path itself; a file entry its directory.
+                if r.path.is_dir() {
+                    Some(r.path.clone())
+                } else {
+                    r.path.parent().map(Path::to_path_buf)
+                }
+            })
             .collect();
         ShimRule {
             wrapper,

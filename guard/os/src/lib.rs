@@ -166,6 +166,26 @@ impl Sys for LibcSys {
         Ok(info(&st))
     }
 
+    fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
+        let spare = out.spare();
+        // SAFETY: the link name is NUL-terminated; readlink writes at most `spare.len()` bytes.
+        let n = unsafe {
+            libc::readlink(
+                c"/proc/self/exe".as_ptr(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+            )
+        };
+        if n < 0 {
+            return Err(errno());
+        }
+        if n as usize >= spare.len() {
+            return Err(ENAMETOOLONG);
+        }
+        out.set_len(n as usize);
+        Ok(())
+    }
+
     fn caller_exe(&mut self) -> Result<FileInfo, Errno> {
         self.stat(b"/proc/self/exe")
     }

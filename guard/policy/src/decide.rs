@@ -10,7 +10,7 @@
 // No heap in the exec path: a denial carries the deciding path inline, so Verdict is large by design.
 #![allow(clippy::large_enum_variant, clippy::result_large_err)]
 
-use crate::path::{basename, is_anonymous, is_loader_name, PathBuf};
+use crate::path::{basename, is_anonymous, is_loader_name, is_under, PathBuf};
 use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
 use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
@@ -125,6 +125,8 @@ fn deny_errno(reason: Reason, errno: Errno, path: &[u8]) -> Verdict {
 }
 
 /// Device and inode of every protected runtime and its wrapper, resolved once per process.
+/// A runtime `path` that is a directory protects every file beneath it (all of git's exec-path
+/// copies, whatever their inodes).
 #[derive(Clone, Copy, Debug)]
 pub struct RuntimeIds {
     runtime: [Option<FileInfo>; MAX_RUNTIMES],
@@ -150,21 +152,49 @@ impl RuntimeIds {
         ids
     }
 
-    /// Which runtime entry is this file, if any?
-    pub fn runtime_of(&self, file: &FileInfo) -> Option<usize> {
-        self.runtime[..self.n]
-            .iter()
-            .position(|r| r.is_some_and(|r| r.same_file(file)))
+    fn matches(id: &Option<FileInfo>, rt_path: &[u8], file: &FileInfo, kpath: &[u8]) -> bool {
+        match id {
+            Some(dir) if dir.is_dir() => {
+                file.is_regular() && kpath.len() > rt_path.len() && is_under(kpath, rt_path)
+            }
+            Some(r) => r.same_file(file),
+            None => false,
+        }
     }
 
-    /// May a process running `caller` start a runtime called `name`? Its wrapper may, and so may
-    /// the runtime itself (git starting git).
-    pub fn caller_may_start(&self, policy: &Policy<'_>, name: &[u8], caller: &FileInfo) -> bool {
-        policy.runtimes().enumerate().take(self.n).any(|(i, rt)| {
-            rt.name == name
-                && (self.wrapper[i].is_some_and(|w| w.same_file(caller))
-                    || self.runtime[i].is_some_and(|r| r.same_file(caller)))
-        })
+    /// Which runtime entry is this file (`kpath`: the kernel's name for it), if any?
+    pub fn runtime_of(&self, policy: &Policy<'_>, file: &FileInfo, kpath: &[u8]) -> Option<usize> {
+        policy
+            .runtimes()
+            .zip(&self.runtime[..self.n])
+            .position(|(rt, id)| Self::matches(id, rt.path, file, kpath))
+    }
+
+    /// Does any runtime called `name` protect a whole directory?
+    fn has_dir(&self, policy: &Policy<'_>, name: &[u8]) -> bool {
+        policy
+            .runtimes()
+            .zip(&self.runtime[..self.n])
+            .any(|(rt, id)| rt.name == name && id.is_some_and(|d| d.is_dir()))
+    }
+
+    /// May a process running `caller` (its kernel name: `caller_path`) start a runtime called
+    /// `name`? Its wrapper may, and so may the runtime itself (git starting git).
+    pub fn caller_may_start(
+        &self,
+        policy: &Policy<'_>,
+        name: &[u8],
+        caller: &FileInfo,
+        caller_path: &[u8],
+    ) -> bool {
+        policy
+            .runtimes()
+            .zip(self.runtime[..self.n].iter().zip(&self.wrapper[..self.n]))
+            .any(|(rt, (id, wrapper))| {
+                rt.name == name
+                    && (wrapper.is_some_and(|w| w.same_file(caller))
+                        || Self::matches(id, rt.path, caller, caller_path))
+            })
     }
 }
 
@@ -509,20 +539,37 @@ fn check_protected<S: Sys>(
     file: &FileInfo,
     kpath: &[u8],
 ) -> Result<(), Verdict> {
-    let Some(i) = ctx.runtimes.runtime_of(file) else {
+    let Some(i) = ctx.runtimes.runtime_of(ctx.policy, file, kpath) else {
         return Ok(());
     };
     let Some(rt) = ctx.policy.runtimes().nth(i) else {
         return Err(deny(Reason::InternalError, kpath));
     };
-    let caller = sys
-        .caller_exe()
-        .map_err(|_| deny(Reason::ProcUnavailable, b"/proc/self/exe"))?;
-    if ctx.runtimes.caller_may_start(ctx.policy, rt.name, &caller) {
+    let proc_gone = |_| deny(Reason::ProcUnavailable, b"/proc/self/exe");
+    let caller = sys.caller_exe().map_err(proc_gone)?;
+    let mut caller_path = PathBuf::new();
+    if ctx.runtimes.has_dir(ctx.policy, rt.name) {
+        sys.caller_exe_path(&mut caller_path).map_err(proc_gone)?;
+    }
+    if ctx
+        .runtimes
+        .caller_may_start(ctx.policy, rt.name, &caller, caller_path.as_bytes())
+    {
         Ok(())
     } else {
         Err(deny(Reason::ProtectedRuntimeDirect, kpath))
     }
+}
+
+/// A file's identity and kernel name, without reading it.
+fn identify<S: Sys>(sys: &mut S, path: &[u8]) -> Option<(FileInfo, PathBuf)> {
+    let fd = sys.open(At::Cwd(path), OpenMode::PathOnly, true).ok()?;
+    let mut kpath = PathBuf::new();
+    let info = sys
+        .fstat(&fd)
+        .and_then(|info| sys.fd_path(&fd, &mut kpath).map(|()| info));
+    sys.close(fd);
+    info.ok().map(|info| (info, kpath))
 }
 
 /// Shared objects and library directories named by the new environment.
@@ -718,8 +765,11 @@ fn check_script_runtime<S: Sys, E: StrList + ?Sized>(
 ) -> Result<(), Verdict> {
     let refuse = || deny(Reason::ProtectedRuntimeScript, script);
     let is_runtime = |sys: &mut S, path: &[u8]| {
-        sys.stat(path)
-            .is_ok_and(|info| ctx.runtimes.runtime_of(&info).is_some())
+        identify(sys, path).is_some_and(|(info, kpath)| {
+            ctx.runtimes
+                .runtime_of(ctx.policy, &info, kpath.as_bytes())
+                .is_some()
+        })
     };
     if is_runtime(sys, interpreter) {
         return Err(refuse());

@@ -12,7 +12,8 @@
 //! seal = false                             # the session runs under a Landlock exec seal
 //!
 //! [[runtime]]                               # a protected runtime and the wrapper that may start it
-//! name = "git"
+//! name = "git"                              # (a directory `path` protects every file beneath it;
+//!                                           #  the first entry of a name must be the file to run)
 //! path = "/usr/libexec/execguard/real/git"
 //! wrapper = "/usr/libexec/execguard/bin/execguard-git"
 //! ```
@@ -31,7 +32,7 @@ use crate::Profile;
 pub const MAX_POLICY_BYTES: usize = 16 * 1024;
 pub const MAX_ROOTS: usize = 32;
 pub const MAX_ALLOWED: usize = 256;
-pub const MAX_RUNTIMES: usize = 16;
+pub const MAX_RUNTIMES: usize = 32;
 
 /// Roots that are always mutable, whatever the policy says.
 pub const BUILTIN_MUTABLE_ROOTS: [&[u8]; 5] =
@@ -160,32 +161,42 @@ impl<'a> Cursor<'a> {
             self.pos += 1;
         }
     }
-    fn skip_comment(&mut self) {
-        if self.peek() == Some(b'#') {
-            while !matches!(self.peek(), None | Some(b'\n')) {
-                self.pos += 1;
+    /// A comment runs to the line end; control characters in it are refused (TOML forbids
+    /// them, and a bare `\r` could show a reader a line the parser never saw).
+    fn skip_comment(&mut self) -> Result<(), PolicyError> {
+        if self.peek() != Some(b'#') {
+            return Ok(());
+        }
+        loop {
+            match self.peek() {
+                None | Some(b'\n') => return Ok(()),
+                Some(b'\r') if self.text.get(self.pos + 1) == Some(&b'\n') => return Ok(()),
+                Some(c) if (c < 0x20 && c != b'\t') || c == 0x7f => {
+                    return Err(self.syntax("control character in comment"))
+                }
+                Some(_) => self.pos += 1,
             }
         }
     }
     /// Skips blanks, comments and line ends (between statements and inside arrays).
-    fn skip_space(&mut self) {
+    fn skip_space(&mut self) -> Result<(), PolicyError> {
         loop {
             self.skip_blanks();
-            self.skip_comment();
+            self.skip_comment()?;
             match self.peek() {
                 Some(b'\n') => {
                     self.pos += 1;
                     self.line += 1;
                 }
                 Some(b'\r') if self.text.get(self.pos + 1) == Some(&b'\n') => self.pos += 1,
-                _ => return,
+                _ => return Ok(()),
             }
         }
     }
     /// After a value: blanks, an optional comment, then a line end or the end.
     fn end_of_statement(&mut self) -> Result<(), PolicyError> {
         self.skip_blanks();
-        self.skip_comment();
+        self.skip_comment()?;
         match self.peek() {
             None | Some(b'\n') => Ok(()),
             Some(b'\r') if self.text.get(self.pos + 1) == Some(&b'\n') => Ok(()),
@@ -281,14 +292,14 @@ impl<'a> Cursor<'a> {
     ) -> Result<(), PolicyError> {
         self.expect(b'[', "expected an array")?;
         loop {
-            self.skip_space();
+            self.skip_space()?;
             if self.peek() == Some(b']') {
                 self.pos += 1;
                 return Ok(());
             }
             let s = self.string()?;
             push(self, s)?;
-            self.skip_space();
+            self.skip_space()?;
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {}
@@ -344,7 +355,7 @@ impl<'a> Policy<'a> {
         let s = |span: Span| &text[span.start as usize..(span.start + span.len) as usize];
 
         loop {
-            c.skip_space();
+            c.skip_space()?;
             let Some(first) = c.peek() else { break };
             if first == b'[' {
                 if !text[c.pos..].starts_with(b"[[runtime]]") {
@@ -709,6 +720,10 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
             (
                 "version = 1\nworkspace = \"\"\"/a\"\"\"",
                 PolicyErrorKind::Syntax("multi-line strings are not supported"),
+            ),
+            (
+                "version = 1\n# note\rmutable_roots = [\"/x\"]",
+                PolicyErrorKind::Syntax("control character in comment"),
             ),
         ];
         for (text, kind) in cases {

@@ -86,6 +86,8 @@ pub trait Sys {
     fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno>;
     /// The running executable (`stat /proc/self/exe`).
     fn caller_exe(&mut self) -> Result<FileInfo, Errno>;
+    /// The kernel's name for the running executable (`readlink /proc/self/exe`).
+    fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno>;
     /// Would a PATH search stop here (a regular file the caller may execute)?
     fn is_executable(&mut self, path: &[u8]) -> bool;
 }

@@ -159,6 +159,13 @@ pub unsafe fn guarded<R>(
                         .unwrap_or_else(|| fail(libc::E2BIG)),
                     }
                 }
+                // A mutable file that is neither ELF nor #! gets the kernel's own answer, which
+                // makes execvp and shells run it with /bin/sh: not a refusal, nothing to report.
+                Verdict::Deny {
+                    reason: Reason::MutableUnknownFormat,
+                    errno,
+                    ..
+                } => fail(errno),
                 Verdict::Deny {
                     reason,
                     errno,
