@@ -353,7 +353,7 @@ fn git_and_node_run_through_their_wrappers() {
 cd /workspace && mkdir repo && cd repo
 git init -q . && git config user.name t && git config user.email t@example.invalid
 printf '#!/bin/sh\necho hook >> /workspace/hook-ran\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit
-echo hi > f && git add f && git commit -q -m one; echo "commit.rc=$?"
+echo hi > f && git add f && git commit -q -m one 2>/tmp/e; echo "commit.rc=$?"; echo "commit.err=$(tr "\n" " " </tmp/e)"
 echo "hook=$(cat /workspace/hook-ran 2>/dev/null)"
 echo "head=$(git rev-list --count HEAD)"
 git commit -q --allow-empty --no-verify -m two 2>/tmp/e; echo "noverify.rc=$?"; echo "noverify.err=$(cat /tmp/e)"

@@ -303,7 +303,7 @@ fn workspace_mount(dir: &Path, strict: bool) -> Result<String> {
     }
     Ok(if strict && PROFILE.workspace_noexec_in_strict {
         format!(
-            "type=volume,dst={},volume-driver=local,volume-opt=type=none,\"volume-opt=o=bind,noexec\",volume-opt=device={d}",
+            "type=volume,dst={},volume-nocopy,volume-driver=local,volume-opt=type=none,\"volume-opt=o=bind,noexec\",volume-opt=device={d}",
             PROFILE.workspace
         )
     } else {
