@@ -10,6 +10,7 @@
 #                         from the apt mirror this machine uses, then reused from the tag
 #   CARGO_TARGET_DIR      where cargo builds (default <repo>/target); the build output lands in
 #                         $CARGO_TARGET_DIR/image
+#   EXECGUARD_IMAGE_BASE_ONLY=1  make (or reuse) the base and stop (CI can start it early)
 #   CLAUDE_CODE_VERSION   the @anthropic-ai/claude-code release to install (pinned below)
 #   EXECGUARD_DOCKER_SECCOMP_DEFAULT
 #                         Docker's default seccomp profile (profiles/seccomp/default.json);
@@ -30,15 +31,6 @@ LOCAL_BASE=execguard-base:bookworm
 log() { printf 'image/build.sh: %s\n' "$*" >&2; }
 
 mkdir -p "$OUT"
-
-# 1. Rust artifacts, release mode, on the host.
-log "cargo build --release"
-(cd "$ROOT" && cargo build --release --locked -p execguard -p execguard-preload \
-    -p execguard-wrappers -p execguard-container)
-REL=$TARGET/release
-for f in libexecguard.so execguard execguard-entrypoint execguard-provider execguard-git execguard-node; do
-    [[ -f $REL/$f ]] || { log "missing $REL/$f"; exit 1; }
-done
 
 # 2. The base image.
 apt_mirror() {
@@ -70,6 +62,17 @@ if [[ -z ${BASE_IMAGE:-} ]]; then
         log "base $LOCAL_BASE imported"
     fi
 fi
+
+if [[ ${EXECGUARD_IMAGE_BASE_ONLY:-} == 1 ]]; then echo "$BASE_IMAGE"; exit 0; fi
+
+# 1. Rust artifacts, release mode, on the host.
+log "cargo build --release"
+(cd "$ROOT" && cargo build --release --locked -p execguard -p execguard-preload \
+    -p execguard-wrappers -p execguard-container)
+REL=$TARGET/release
+for f in libexecguard.so execguard execguard-entrypoint execguard-provider execguard-git execguard-node; do
+    [[ -f $REL/$f ]] || { log "missing $REL/$f"; exit 1; }
+done
 
 # 3. The provider CLI, from npm, cached by version.
 NPM_DIR=$OUT/npm-claude-code-$CLAUDE_CODE_VERSION
