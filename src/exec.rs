@@ -3,7 +3,9 @@
 use execguard_os::LibcSys;
 use execguard_policy::path::PathBuf as PathBytes;
 use execguard_policy::sys::Sys;
-use execguard_policy::{decide, Context, Policy, Request, RuntimeIds, Target, Verdict};
+use execguard_policy::{
+    decide, decide_launch, Context, Policy, Request, RuntimeIds, Target, Verdict,
+};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
@@ -30,6 +32,8 @@ pub struct Decision {
     pub verdict: Verdict,
     /// What was decided: the resolved program, or the bare name when PATH has none.
     pub target: Vec<u8>,
+    /// Under the seal, for a mutable script: the interpreter to exec and its full argv.
+    pub launch: Option<(Vec<u8>, Vec<Vec<u8>>)>,
 }
 
 /// Decides `argv` with `env` as the new environment.
@@ -59,6 +63,7 @@ pub fn decide_command(
         return Decision {
             verdict: Verdict::Kernel(execguard_policy::sys::ENOENT),
             target: program.to_vec(),
+            launch: None,
         };
     };
     let mut sys = LibcSys;
@@ -73,9 +78,19 @@ pub fn decide_command(
         argv: &argv_refs[..],
         envp: &env_refs[..],
     };
+    if policy.seal() {
+        let (verdict, launch) = decide_launch(&mut sys, &ctx, &req);
+        let launch = launch.map(|l| (l.program().to_vec(), l.argv().map(<[u8]>::to_vec).collect()));
+        return Decision {
+            verdict,
+            target,
+            launch,
+        };
+    }
     Decision {
         verdict: decide(&mut sys, &ctx, &req),
         target,
+        launch: None,
     }
 }
 

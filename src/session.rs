@@ -28,6 +28,7 @@ pub fn default_policy(
     workspace: &Path,
     profile: Profile,
     audit: Option<&Path>,
+    seal: bool,
     runtimes: &[RuntimeEntry],
 ) -> Result<String> {
     let workspace = workspace
@@ -44,6 +45,9 @@ pub fn default_policy(
     if let Some(audit) = audit {
         let audit = absolute(audit)?;
         text.push_str(&format!("audit_log = \"{}\"\n", policy_path(&audit)?));
+    }
+    if seal {
+        text.push_str("seal = true\n");
     }
     for rt in runtimes {
         text.push_str(&rt.to_policy()?);
@@ -104,9 +108,10 @@ pub fn discovered_default_policy(
     workspace: &Path,
     profile: Profile,
     audit: Option<&Path>,
+    seal: bool,
 ) -> Result<String> {
     let runtimes = crate::toolchain::discover(std::env::var_os("PATH").as_deref())?;
-    default_policy(workspace, profile, audit, &runtimes)
+    default_policy(workspace, profile, audit, seal, &runtimes)
 }
 
 /// The policy in force, if any (system file first, then the environment).

@@ -247,8 +247,35 @@ pub fn run(args: Args) -> Result<ExitCode> {
         ),
     }
     match std::fs::read_to_string("/proc/sys/vm/memfd_noexec") {
-        Ok(v) => println!("  vm.memfd_noexec: {}", v.trim()),
-        Err(_) => println!("  vm.memfd_noexec: not supported by this kernel"),
+        Ok(v) => println!(
+            "  vm.memfd_noexec: {} ({})",
+            v.trim(),
+            match v.trim() {
+                "2" => "no memfd can be executed",
+                "1" => "memfds are created non-executable unless asked",
+                _ => "memfds may be executed: only the guard's MFD_NOEXEC_SEAL protects guarded processes",
+            }
+        ),
+        Err(_) => println!("  vm.memfd_noexec: not supported by this kernel (before 6.3)"),
+    }
+    let policy_seal = loaded.as_ref().is_some_and(|l| l.policy().seal());
+    let probe = seal_probe(&roots, &mounts);
+    match &probe {
+        Some((root, true)) => println!(
+            "  seal: this process is sealed (the kernel refused to execute a file in {root}{})",
+            landlock_abi()
+                .map(|v| format!("; Landlock ABI {v}"))
+                .unwrap_or_default()
+        ),
+        Some((root, false)) => println!(
+            "  seal: not sealed (the kernel executed a file in {root}){}",
+            if policy_seal {
+                "; the policy says seal = true: this process escaped it"
+            } else {
+                ""
+            }
+        ),
+        None => println!("  seal: unknown (no writable, exec-mounted mutable root to probe)"),
     }
     let statics = static_programs_on_path();
     println!(
@@ -258,7 +285,88 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for p in statics.iter().take(args.list) {
         println!("  {}", p.display());
     }
+    if !statics.is_empty() && !matches!(probe, Some((_, true))) {
+        println!("warning: this process is not sealed: these programs (and any Go program) can start native code from mutable roots; use `execguard run --seal` or the image's strict profile");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Is this process sealed? Copies `/bin/true` into the first writable mutable root whose mount
+/// allows exec, and asks the kernel to execute it in a child with the raw system call (the
+/// guard, if loaded here, is not consulted). `Some((root, refused))`, or `None` when no root
+/// can be probed.
+fn seal_probe(roots: &[String], mounts: &[Mount]) -> Option<(String, bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    for root in roots {
+        let path = Path::new(root);
+        let exec_mount =
+            mount_of(mounts, path).is_some_and(|m| !m.options.split(',').any(|o| o == "noexec"));
+        if !path.is_dir() || !nix_access_w(path) || !exec_mount {
+            continue;
+        }
+        let probe = path.join(format!(".execguard-seal-probe-{}", std::process::id()));
+        if std::fs::copy("/bin/true", &probe).is_err() {
+            continue;
+        }
+        let c = std::ffi::CString::new(probe.as_os_str().as_bytes()).ok()?;
+        // SAFETY: fork in a process that is single-threaded here (doctor spawns no threads);
+        // the child only makes the raw execve system call and _exit, both async-signal-safe.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let argv = [c.as_ptr(), std::ptr::null()];
+            let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+            // SAFETY: valid NUL-terminated path and NULL-terminated arrays; on failure the
+            // child exits with the errno.
+            let ret = unsafe { raw_execve(c.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+            // SAFETY: _exit never returns and is async-signal-safe.
+            unsafe { libc::_exit((-ret).clamp(1, 255) as i32) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let _ = std::fs::remove_file(&probe);
+        let refused = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == libc::EACCES;
+        return Some((root.clone(), refused));
+    }
+    None
+}
+
+/// `execve` as a bare system call, bypassing libc (and so any preloaded guard).
+///
+/// # Safety
+/// Arguments must be valid for execve.
+#[cfg(target_arch = "x86_64")]
+unsafe fn raw_execve(
+    path: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+) -> i64 {
+    let ret: i64;
+    // SAFETY: the x86_64 syscall ABI (rax number, rdi/rsi/rdx arguments; rcx, r11 clobbered).
+    unsafe {
+        std::arch::asm!("syscall", inlateout("rax") libc::SYS_execve => ret, in("rdi") path, in("rsi") argv,
+            in("rdx") envp, lateout("rcx") _, lateout("r11") _, options(nostack));
+    }
+    ret
+}
+
+/// `execve` as a bare system call, bypassing libc (and so any preloaded guard).
+///
+/// # Safety
+/// Arguments must be valid for execve.
+#[cfg(target_arch = "aarch64")]
+unsafe fn raw_execve(
+    path: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+) -> i64 {
+    let ret: i64;
+    // SAFETY: the aarch64 syscall ABI (x8 number, x0-x2 arguments, result in x0).
+    unsafe {
+        std::arch::asm!("svc 0", in("x8") libc::SYS_execve, inlateout("x0") path => ret, in("x1") argv,
+            in("x2") envp, options(nostack));
+    }
+    ret
 }
 
 fn nix_access_w(path: &Path) -> bool {

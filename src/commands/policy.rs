@@ -35,7 +35,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             };
             print!(
                 "{}",
-                session::discovered_default_policy(&workspace, profile, audit.as_deref())?
+                session::discovered_default_policy(&workspace, profile, audit.as_deref(), false)?
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -29,6 +29,13 @@ pub struct Args {
     /// Append one JSON record per refusal to this file
     #[arg(long, conflicts_with = "policy")]
     audit: Option<PathBuf>,
+    /// Seal the session with Landlock: the kernel refuses to execute any file in a mutable
+    /// root, whoever asks (static and Go programs included); refuses to start without Landlock
+    #[arg(long, conflicts_with = "policy")]
+    seal: bool,
+    /// With --seal: when the kernel cannot enforce Landlock, run unsealed (reduced assurance)
+    #[arg(long, requires = "seal")]
+    allow_unsealed: bool,
     /// The command and its arguments
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
@@ -58,12 +65,36 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         None => std::env::current_dir()?,
     };
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::discovered_default_policy(&workspace, profile, args.audit.as_deref())?;
+    let text = session::discovered_default_policy(
+        &workspace,
+        profile,
+        args.audit.as_deref(),
+        args.seal && seal_available(args.allow_unsealed)?,
+    )?;
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),
         profile,
     })
+}
+
+/// Can the kernel enforce the seal? Without Landlock, `--seal` refuses to start (typed error,
+/// exit 2) unless `--allow-unsealed` accepts the reduced assurance, which is said on stderr.
+fn seal_available(allow_unsealed: bool) -> Result<bool> {
+    match execguard_seal::kernel_abi() {
+        Ok(_) => Ok(true),
+        Err(errno) if allow_unsealed => {
+            eprintln!(
+                "execguard: warning: reduced assurance: running unsealed, the kernel cannot enforce Landlock ({})",
+                std::io::Error::from_raw_os_error(errno)
+            );
+            Ok(false)
+        }
+        Err(errno) => bail!(
+            "seal_unavailable: the kernel cannot enforce Landlock ({}); pass --allow-unsealed to run without the seal",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -140,10 +171,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }));
         }
     }
-    let program = crate::exec::os(decision.target.clone());
+    if policy.seal() {
+        // Last step before exec: this process is single-threaded here, and the seal follows it
+        // through exec into every descendant.
+        let roots: Vec<PathBuf> = policy
+            .mutable_roots()
+            .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)))
+            .collect();
+        execguard_seal::seal(&roots).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    // Under the seal the kernel refuses a mutable script itself: start its interpreter with the
+    // argv the kernel would have built, as the guard does for every later exec.
+    let (program, arg0, rest): (OsString, OsString, Vec<OsString>) = match decision.launch {
+        Some((program, argv)) => {
+            let mut argv = argv.into_iter().map(crate::exec::os);
+            let arg0 = argv.next().unwrap_or_default();
+            (crate::exec::os(program), arg0, argv.collect())
+        }
+        None => (
+            crate::exec::os(decision.target.clone()),
+            args.command[0].clone(),
+            args.command[1..].to_vec(),
+        ),
+    };
     let err = std::process::Command::new(&program)
-        .arg0(&args.command[0])
-        .args(&args.command[1..])
+        .arg0(arg0)
+        .args(rest)
         .env_clear()
         .envs(env)
         .exec();

@@ -67,7 +67,7 @@ pub fn target_tmp() -> PathBuf {
     dir
 }
 
-fn support_dir() -> PathBuf {
+pub fn support_dir() -> PathBuf {
     let dir = target_tmp().join("execguard-support");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -118,7 +118,7 @@ fn build_guard() -> PathBuf {
 
 /// Compiles one C file from tests/support with `cc` (once per test binary; concurrent test
 /// binaries each write their own file and rename it into place).
-fn compile(dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
+pub fn compile(dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/support")
         .join(src);
