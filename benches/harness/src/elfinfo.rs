@@ -3,7 +3,7 @@
 use goblin::elf::dynamic::{DT_INIT, DT_INIT_ARRAYSZ};
 use goblin::elf::sym::{STB_GLOBAL, STB_WEAK, STT_FUNC};
 use goblin::elf::Elf;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The libc entry points that start a program; what an exec guard must interpose.
@@ -24,7 +24,7 @@ pub const EXEC_ENTRY_POINTS: &[&str] = &[
     "popen",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LibInfo {
     pub variant: String,
     pub path: String,

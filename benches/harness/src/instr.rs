@@ -3,11 +3,11 @@
 //! is used instead when asked for and the CPU exposes the counter.
 
 use crate::run::{first_line, Env, Variant};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InstrRow {
     pub id: String,
     pub title: String,
@@ -16,7 +16,7 @@ pub struct InstrRow {
     pub errors: Vec<Option<String>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InstrReport {
     /// `callgrind (valgrind-3.19.0)` or `perf stat -e instructions:u`.
     pub tool: String,

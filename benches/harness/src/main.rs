@@ -91,6 +91,10 @@ struct Cli {
     /// one (PATH, HOME and the --env/--policy variables).
     #[arg(long)]
     inherit_env: bool,
+    /// Measure nothing: rewrite REPORT.md and chart.png in --out from an
+    /// existing results.json (e.g. after a change to the report's layout).
+    #[arg(long, value_name = "results.json")]
+    render: Option<PathBuf>,
     /// Keep the temporary build and work directory.
     #[arg(long)]
     keep_tmp: bool,
@@ -200,8 +204,65 @@ fn loud(msg: &str) {
     eprintln!("execguard-bench: *** {msg} ***");
 }
 
+/// Writes results.json (unless re-rendering), chart.png and REPORT.md.
+fn write_outputs(
+    results: &Results,
+    out: &Path,
+    font: Option<&Path>,
+    json: bool,
+) -> Result<(PathBuf, PathBuf, PathBuf), String> {
+    let json_path = out.join("results.json");
+    if json {
+        let text = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+        std::fs::write(&json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    }
+    let chart_path = out.join("chart.png");
+    let font = chart::load_font(font);
+    if font.is_none() {
+        loud("no TrueType font found (install fonts-dejavu-core or pass --font): chart drawn without text");
+    }
+    chart::draw(results, &chart_path, font.is_some())
+        .map_err(|e| format!("chart {}: {e}", chart_path.display()))?;
+    let mut md = report::markdown(results);
+    if font.is_none() {
+        md.push_str("\n(The chart was drawn without text: no TrueType font was found.)\n");
+    }
+    let md_path = out.join("REPORT.md");
+    std::fs::write(&md_path, md).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    Ok((md_path, chart_path, json_path))
+}
+
 fn real_main(cli: Cli) -> Result<(), String> {
     let started = Instant::now();
+    if let Some(path) = &cli.render {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut results: Results =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Verdicts are derived data: recompute them with this version's rules.
+        let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
+        let budget = budget_checks(
+            &results.workloads,
+            results.instructions.as_ref(),
+            &names,
+            results.meta.quick,
+            results.meta.metric,
+        );
+        results.budget = budget;
+        let out = cli.out.clone().unwrap_or_else(default_out);
+        mkdir(&out)?;
+        let same = out.join("results.json").canonicalize().ok() == path.canonicalize().ok();
+        if !same {
+            std::fs::copy(path, out.join("results.json")).map_err(|e| e.to_string())?;
+        }
+        let (md, chart, _) = write_outputs(&results, &out, cli.font.as_deref(), false)?;
+        eprintln!(
+            "execguard-bench: re-rendered {} and {} from {}",
+            md.display(),
+            chart.display(),
+            path.display()
+        );
+        return Ok(());
+    }
     let date = sysinfo::now_utc();
     let loadavg_start = sysinfo::loadavg();
     let out = cli.out.clone().unwrap_or_else(default_out);
@@ -489,10 +550,11 @@ fn real_main(cli: Cli) -> Result<(), String> {
         }
     };
 
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
     let budget = budget_checks(
         &results_w,
         instructions.as_ref(),
-        &variants,
+        &names,
         cli.quick,
         cli.metric,
     );
@@ -531,22 +593,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
         budget,
     };
 
-    let json = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
-    let json_path = out.join("results.json");
-    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
-    let chart_path = out.join("chart.png");
-    let font = chart::load_font(cli.font.as_deref());
-    if font.is_none() {
-        loud("no TrueType font found (install fonts-dejavu-core or pass --font): chart drawn without text");
-    }
-    chart::draw(&results, &chart_path, font.is_some())
-        .map_err(|e| format!("chart {}: {e}", chart_path.display()))?;
-    let mut md = report::markdown(&results);
-    if font.is_none() {
-        md.push_str("\n(The chart was drawn without text: no TrueType font was found.)\n");
-    }
-    let md_path = out.join("REPORT.md");
-    std::fs::write(&md_path, md).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    let (md_path, chart_path, json_path) =
+        write_outputs(&results, &out, cli.font.as_deref(), true)?;
     if !cli.keep_tmp {
         let _ = std::fs::remove_dir_all(&tmp);
     }
@@ -563,11 +611,11 @@ fn real_main(cli: Cli) -> Result<(), String> {
 fn budget_checks(
     ws: &[WorkloadResult],
     instr: Option<&instr::InstrReport>,
-    variants: &[Variant],
+    variants: &[&str],
     quick: bool,
     metric: Metric,
 ) -> Vec<BudgetCheck> {
-    let has_guard = variants.iter().any(|v| v.name == "guard");
+    let has_guard = variants.contains(&"guard");
     // What the empty libraries alone take of the budget, for every check.
     let floors = |id: &str, f: fn(&VariantResult) -> Option<String>| {
         let w = ws.iter().find(|w| w.id == id && w.skipped.is_none());
@@ -619,6 +667,10 @@ fn budget_checks(
         ("shell_loop", 1.05, "shell loop of /bin/true"),
     ] {
         let fl = floors(id, |r| r.ratio_plain.map(|x| format!("{x:.3}x")));
+        let borderline = matches!(
+            guard_of(id),
+            Some(Ok(VariantResult { ratio_plain_paired: Some((_, lo, hi)), .. })) if lo <= limit && limit <= hi
+        );
         let (measured, met, note) = match guard_of(id) {
             Some(Ok(r)) => match r.ratio_plain {
                 Some(x) => (
@@ -651,13 +703,13 @@ fn budget_checks(
             limit: format!("≤ {limit:.2}x plain"),
             measured,
             met,
+            borderline,
             note: format!("{note}{fl}"),
         });
     }
     let instr_note = instr
         .and_then(|i| {
-            let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-            let g = names.iter().position(|n| *n == "guard")?;
+            let g = variants.iter().position(|n| *n == "guard")?;
             let warm = i.rows.iter().find(|r| r.id == "warm_call")?;
             let base = warm.counts.first().copied().flatten()?;
             let gv = warm.counts.get(g).copied().flatten()?;
@@ -701,6 +753,7 @@ fn budget_checks(
         limit: "≤ 5 µs".into(),
         measured,
         met,
+        borderline: false,
         note: format!("{note}{fl}"),
     });
     out

@@ -2,12 +2,12 @@
 
 use crate::run::{Env, Variant};
 use crate::stats::median;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MemResult {
     pub variant: String,
     /// `start`: right after start-up; `after_exec_call`: after one execve

@@ -6,11 +6,11 @@ use crate::mem::MemResult;
 use crate::stats::{paired_ratio, Summary};
 use crate::sysinfo::Machine;
 use crate::workloads::Unit;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// What a sample's value is: CPU time of the measured process tree, or wall time.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// User + system CPU time of the measured process tree: what the work
@@ -30,7 +30,7 @@ impl Metric {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
     /// The metric of `samples`, the ratios, the summary table, the chart and the budget.
     pub metric: Metric,
@@ -53,14 +53,14 @@ pub struct Meta {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantInfo {
     pub name: String,
     pub label: String,
     pub lib: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantResult {
     pub variant: String,
     /// Samples of the primary metric (`meta.metric`); both metrics follow.
@@ -113,7 +113,7 @@ impl VariantResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadResult {
     pub id: String,
     /// The metric of `samples` and the ratios for this workload.
@@ -126,16 +126,19 @@ pub struct WorkloadResult {
     pub results: Vec<VariantResult>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BudgetCheck {
     pub check: String,
     pub limit: String,
     pub measured: Option<String>,
     pub met: Option<bool>,
+    /// The limit lies inside the paired p10–p90 range: this run cannot tell.
+    #[serde(default)]
+    pub borderline: bool,
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     pub meta: Meta,
     pub variants: Vec<VariantInfo>,
@@ -332,13 +335,20 @@ pub fn markdown(r: &Results) -> String {
 
     if !r.budget.is_empty() {
         let _ = writeln!(o, "\n## Budget (issue 2)\n");
+        let _ = writeln!(
+            o,
+            "Borderline: the budget lies inside the p10–p90 range of the paired ratios, so this \
+             run alone cannot settle it; repeat it, or read the instruction counts.\n"
+        );
         let _ = writeln!(o, "| check | budget | measured | status | how |");
         let _ = writeln!(o, "| --- | --- | --- | --- | --- |");
         for b in &r.budget {
-            let status = match b.met {
-                Some(true) => "met",
-                Some(false) => "**NOT met**",
-                None => "n/a",
+            let status = match (b.met, b.borderline) {
+                (Some(true), false) => "met",
+                (Some(true), true) => "met (borderline)",
+                (Some(false), false) => "**NOT met**",
+                (Some(false), true) => "**NOT met** (borderline)",
+                (None, _) => "n/a",
             };
             let _ = writeln!(
                 o,

@@ -1,9 +1,9 @@
 //! Order statistics for samples: median, p10/p90, MAD.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Summary of one variant's samples for one workload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub n: usize,
     pub median: f64,

@@ -1,9 +1,9 @@
 //! The machine a run happened on, for the report's header.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::process::Command;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     pub nproc: usize,
     pub kernel: String,

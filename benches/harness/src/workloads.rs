@@ -3,7 +3,7 @@
 use crate::assets::git_env;
 use crate::report::Metric;
 use crate::run::{first_line, run, Env, Variant};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -25,7 +25,7 @@ pub const DRIVER_MODES: &[(&str, &str)] = &[
     ("posix_spawnp", "posix_spawnp"),
 ];
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub enum Unit {
     /// Microseconds per operation (median of the ops inside one driver run).
     #[serde(rename = "us/op")]
