@@ -259,7 +259,7 @@ impl Sizes {
             micro_samples: 15,
             micro_ops: 21,
             warm_ops: 201,
-            chain_samples: 21,
+            chain_samples: 31,
             make_samples: 5,
             make_files: 100,
             git_samples: 9,
