@@ -3,7 +3,7 @@
 #![no_std]
 
 use core::ffi::CStr;
-use execguard_policy::path::{PathBuf, PATH_MAX};
+use execguard_policy::path::PathBuf;
 use execguard_policy::sys::{At, Errno, FileInfo, OpenMode, StrList, Sys, ENAMETOOLONG};
 use libc::{c_char, c_int};
 
@@ -12,23 +12,30 @@ fn errno() -> Errno {
     unsafe { *libc::__errno_location() }
 }
 
-/// A NUL-terminated copy of `path` on the stack.
+/// A NUL-terminated copy of `path` on the stack (only the path and its NUL are written).
 pub struct CPath {
-    buf: [u8; PATH_MAX],
+    buf: PathBuf,
 }
 
 impl CPath {
+    // Inlined so the 4 KiB buffer is built where it is used, not copied out of a Result.
+    #[inline(always)]
     pub fn new(path: &[u8]) -> Result<Self, Errno> {
-        if path.len() >= PATH_MAX {
-            return Err(ENAMETOOLONG);
-        }
-        let mut buf = [0u8; PATH_MAX];
-        buf[..path.len()].copy_from_slice(path);
+        let mut buf = PathBuf::from_bytes(path).map_err(|_| ENAMETOOLONG)?;
+        buf.as_c_bytes();
         Ok(CPath { buf })
     }
+    /// The NUL-terminated path (`new` wrote the NUL right after it).
     pub fn ptr(&self) -> *const c_char {
-        self.buf.as_ptr().cast()
+        self.buf.as_bytes().as_ptr().cast()
     }
+}
+
+/// `path` as a C string in `buf` (filled in place: moving a 4 KiB buffer costs more than the
+/// system call it feeds).
+pub fn c_path(buf: &mut PathBuf, path: &[u8]) -> Result<*const c_char, Errno> {
+    buf.push_bytes(path).map_err(|_| ENAMETOOLONG)?;
+    Ok(buf.as_c_bytes().as_ptr().cast())
 }
 
 /// `/proc/self/fd/N` as a C string.
@@ -83,9 +90,10 @@ impl Sys for LibcSys {
                 } else {
                     libc::AT_FDCWD
                 };
-                let c = CPath::new(p)?;
-                // SAFETY: `c` is NUL-terminated and outlives the call.
-                unsafe { libc::openat(dirfd, c.ptr(), flags) }
+                let mut buf = PathBuf::new();
+                let c = c_path(&mut buf, p)?;
+                // SAFETY: `c` is NUL-terminated and `buf` outlives the call.
+                unsafe { libc::openat(dirfd, c, flags) }
             }
             At::Fd(n) => {
                 let mut buf = [0u8; 32];
@@ -136,16 +144,17 @@ impl Sys for LibcSys {
     fn fd_path(&mut self, fd: &c_int, out: &mut PathBuf) -> Result<(), Errno> {
         let mut link = [0u8; 32];
         let c = proc_fd_path(*fd, &mut link);
-        let spare = out.spare();
-        // SAFETY: `c` is NUL-terminated; readlink writes at most `spare.len()` bytes into it.
-        let n = unsafe { libc::readlink(c, spare.as_mut_ptr().cast(), spare.len()) };
+        let (buf, room) = out.spare();
+        // SAFETY: `c` is NUL-terminated; readlink writes at most `room` bytes at `buf`.
+        let n = unsafe { libc::readlink(c, buf.cast(), room) };
         if n < 0 {
             return Err(errno());
         }
-        if n as usize >= spare.len() {
+        if n as usize >= room {
             return Err(ENAMETOOLONG); // possibly cut: never guess
         }
-        out.set_len(n as usize);
+        // SAFETY: readlink wrote `n` bytes, and n < room < PATH_MAX.
+        unsafe { out.set_len(n as usize) };
         Ok(())
     }
 
@@ -156,33 +165,29 @@ impl Sys for LibcSys {
     }
 
     fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno> {
-        let c = CPath::new(path)?;
+        let mut buf = PathBuf::new();
+        let c = c_path(&mut buf, path)?;
         // SAFETY: all-zero is a valid `stat`.
         let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        // SAFETY: `c` is NUL-terminated and `st` writable.
-        if unsafe { libc::stat(c.ptr(), &mut st) } < 0 {
+        // SAFETY: `c` is NUL-terminated, `buf` outlives the call and `st` is writable.
+        if unsafe { libc::stat(c, &mut st) } < 0 {
             return Err(errno());
         }
         Ok(info(&st))
     }
 
     fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
-        let spare = out.spare();
-        // SAFETY: the link name is NUL-terminated; readlink writes at most `spare.len()` bytes.
-        let n = unsafe {
-            libc::readlink(
-                c"/proc/self/exe".as_ptr(),
-                spare.as_mut_ptr().cast(),
-                spare.len(),
-            )
-        };
+        let (buf, room) = out.spare();
+        // SAFETY: the link name is NUL-terminated; readlink writes at most `room` bytes at `buf`.
+        let n = unsafe { libc::readlink(c"/proc/self/exe".as_ptr(), buf.cast(), room) };
         if n < 0 {
             return Err(errno());
         }
-        if n as usize >= spare.len() {
+        if n as usize >= room {
             return Err(ENAMETOOLONG);
         }
-        out.set_len(n as usize);
+        // SAFETY: readlink wrote `n` bytes, and n < room < PATH_MAX.
+        unsafe { out.set_len(n as usize) };
         Ok(())
     }
 

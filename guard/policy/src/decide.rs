@@ -226,14 +226,23 @@ struct Hop {
     kpath: PathBuf,
 }
 
-fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool) -> Result<Hop, Verdict> {
-    let mut hop = Hop {
-        info: FileInfo::default(),
-        head: [0; BINPRM_BUF_SIZE],
-        head_len: 0,
-        readable: true,
-        kpath: PathBuf::new(),
-    };
+impl Hop {
+    fn new() -> Self {
+        Hop {
+            info: FileInfo::default(),
+            head: [0; BINPRM_BUF_SIZE],
+            head_len: 0,
+            readable: true,
+            kpath: PathBuf::new(),
+        }
+    }
+}
+
+/// Opens, identifies and reads the head of one file into `hop` (filled in place: a `Hop` is
+/// over 4 KiB, and moving it cost more than the checks).
+fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Result<(), Verdict> {
+    hop.head_len = 0;
+    hop.readable = true;
     let fd = match sys.open(at, OpenMode::Read, follow) {
         Ok(fd) => fd,
         Err(EACCES) => {
@@ -254,7 +263,7 @@ fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool) -> Result<Hop, Verdict
         Ok(())
     })();
     sys.close(fd);
-    result.map(|()| hop)
+    result
 }
 
 /// Where a piece of the argv that an interpreter will see is stored.
@@ -410,7 +419,8 @@ where
     check_environment(sys, ctx, req.envp)?;
 
     let (at, follow) = req.target.at();
-    let mut hop = inspect(sys, at, follow)?;
+    let mut hop = Hop::new();
+    inspect(sys, at, follow, &mut hop)?;
     // While every file so far is a mutable script, a launch may be needed.
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     let mut chain = Chain {
@@ -477,7 +487,7 @@ where
         }
         chain.enter_interpreter(interpreter, argument);
         let next = chain.get(chain.current);
-        hop = inspect(sys, At::Cwd(next), true)?;
+        inspect(sys, At::Cwd(next), true, &mut hop)?;
     }
     unreachable_chain()
 }
@@ -671,7 +681,7 @@ fn lexical_normal(path: &[u8]) -> Option<PathBuf> {
             b"" | b"." => {}
             b".." => {
                 let cut = out.as_bytes().iter().rposition(|&c| c == b'/').unwrap_or(0);
-                out.set_len(cut);
+                out.truncate(cut);
             }
             _ => {
                 out.push_bytes(b"/").ok()?;
@@ -732,7 +742,8 @@ fn check_loader<'a, S: Sys>(
         if !arg.contains(&b'/') {
             return Err(deny(Reason::LoaderAmbiguous, arg));
         }
-        let hop = inspect(sys, At::Cwd(arg), true).map_err(|v| match v {
+        let mut hop = Hop::new();
+        inspect(sys, At::Cwd(arg), true, &mut hop).map_err(|v| match v {
             Verdict::Kernel(_) => deny(Reason::LoaderAmbiguous, arg),
             other => other,
         })?;

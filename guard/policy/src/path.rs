@@ -1,12 +1,17 @@
 //! Byte-path helpers: fixed-size buffers (no allocation) and root matching.
 
+use core::mem::MaybeUninit;
+
 /// Linux `PATH_MAX`, the longest path the kernel accepts, NUL included.
 pub const PATH_MAX: usize = 4096;
 
 /// A path in a fixed inline buffer. Never allocates; overlong input is an error, not a truncation.
+/// The buffer is left uninitialised beyond the path: the exec path creates several of these per
+/// call, and zeroing 4 KiB each time was most of the guard's cost.
 #[derive(Clone)]
 pub struct PathBuf {
-    buf: [u8; PATH_MAX],
+    buf: [MaybeUninit<u8>; PATH_MAX],
+    /// Invariant: `buf[..len]` is initialised and `len < PATH_MAX`.
     len: usize,
 }
 
@@ -15,13 +20,16 @@ pub struct PathBuf {
 pub struct TooLong;
 
 impl PathBuf {
-    pub const fn new() -> Self {
-        Self {
-            buf: [0; PATH_MAX],
-            len: 0,
-        }
+    #[inline(always)]
+    pub fn new() -> Self {
+        // Not `[MaybeUninit::uninit(); PATH_MAX]`: as a promoted constant that compiles to a
+        // 4 KiB memset.
+        // SAFETY: an array of MaybeUninit is valid uninitialised.
+        let buf = unsafe { MaybeUninit::<[MaybeUninit<u8>; PATH_MAX]>::uninit().assume_init() };
+        Self { buf, len: 0 }
     }
 
+    #[inline(always)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, TooLong> {
         let mut p = Self::new();
         p.push_bytes(bytes)?;
@@ -44,28 +52,46 @@ impl PathBuf {
         if self.len + bytes.len() >= PATH_MAX {
             return Err(TooLong);
         }
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        for (slot, &b) in self.buf[self.len..self.len + bytes.len()]
+            .iter_mut()
+            .zip(bytes)
+        {
+            slot.write(b);
+        }
         self.len += bytes.len();
         Ok(())
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+        // SAFETY: `buf[..len]` is initialised (type invariant); MaybeUninit<u8> has u8's layout.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) }
     }
 
     /// The path followed by a NUL, for C calls.
     pub fn as_c_bytes(&mut self) -> &[u8] {
-        self.buf[self.len] = 0;
-        &self.buf[..=self.len]
+        self.buf[self.len].write(0);
+        // SAFETY: `buf[..=len]` is initialised: the path, then the NUL just written.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len + 1) }
     }
 
-    /// Space to read into (e.g. `readlink`), then [`PathBuf::set_len`].
-    pub fn spare(&mut self) -> &mut [u8] {
-        &mut self.buf[..PATH_MAX - 1]
+    /// Space to read into (e.g. with `readlink`), then [`PathBuf::set_len`]: a pointer and the
+    /// number of bytes that may be written there (one is kept for a NUL).
+    pub fn spare(&mut self) -> (*mut u8, usize) {
+        (self.buf.as_mut_ptr().cast::<u8>(), PATH_MAX - 1)
     }
 
-    pub fn set_len(&mut self, len: usize) {
-        self.len = len.min(PATH_MAX - 1);
+    /// Declares the first `len` bytes written through [`PathBuf::spare`] to be the path.
+    ///
+    /// # Safety
+    /// The first `len` bytes of the buffer must have been written, and `len < PATH_MAX`.
+    pub unsafe fn set_len(&mut self, len: usize) {
+        debug_assert!(len < PATH_MAX);
+        self.len = len;
+    }
+
+    /// Shortens the path to `len` bytes (no effect when it is shorter).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
     }
 }
 

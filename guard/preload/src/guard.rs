@@ -2,9 +2,10 @@
 //! then run or refuse. Shared by every entry point.
 
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
+use core::mem::MaybeUninit;
 use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
-use execguard_policy::path::PATH_MAX;
+use execguard_policy::path::{PathBuf, PATH_MAX};
 use execguard_policy::sys::{env_values, StrList, EACCES};
 use execguard_policy::{
     decide, decide_launch, Context, Launch, Policy, Profile, Reason, Request, Target, Verdict,
@@ -259,24 +260,20 @@ fn with_child_env<R>(
         return f(Err(Reason::EnvironmentNotSticky));
     }
     // LD_PRELOAD=<guard>[:<what the loader would have used>]
-    let mut preload = [0u8; 2 * PATH_MAX];
-    let mut len = 0;
-    let mut push = |s: &[u8]| -> bool {
-        if len + s.len() >= preload.len() {
-            return false;
-        }
-        preload[len..len + s.len()].copy_from_slice(s);
-        len += s.len();
-        true
-    };
-    let mut fits = push(b"LD_PRELOAD=") && push(lib);
+    // LD_PRELOAD=<guard>[:<what the loader would have used>], built in a path buffer (only the
+    // bytes written are touched: this runs on every exec of a session that rewrites).
+    let mut preload = PathBuf::new();
+    let mut fits = preload.push_bytes(b"LD_PRELOAD=").is_ok() && preload.push_bytes(lib).is_ok();
     if let Some(rest) = last_preload.filter(|v| !v.is_empty()) {
-        fits = fits && push(b":") && push(rest);
+        fits = fits && preload.push_bytes(b":").is_ok() && preload.push_bytes(rest).is_ok();
     }
     if !fits {
         return f(Err(Reason::EnvironmentTooLarge));
     }
-    let mut ptrs: [*const c_char; MAX_ENV + 3] = [core::ptr::null(); MAX_ENV + 3];
+    let preload_entry = preload.as_c_bytes().as_ptr();
+    // SAFETY: an array of MaybeUninit is valid uninitialised (no 16 KiB memset per exec).
+    let mut ptrs: [MaybeUninit<*const c_char>; MAX_ENV + 3] =
+        unsafe { MaybeUninit::<[MaybeUninit<*const c_char>; MAX_ENV + 3]>::uninit().assume_init() };
     let mut n = 0;
     for i in 0..envp.len() {
         let Some(e) = envp.get(i) else { break };
@@ -286,15 +283,16 @@ fn with_child_env<R>(
         if n == MAX_ENV {
             return f(Err(Reason::EnvironmentTooLarge));
         }
-        ptrs[n] = e.as_ptr().cast();
+        ptrs[n].write(e.as_ptr().cast());
         n += 1;
     }
-    ptrs[n] = preload.as_ptr().cast();
-    ptrs[n + 1] = loaded.entry_ptr();
-    // SAFETY: `ptrs` is NULL-terminated (zero-initialised beyond n + 1); every entry is a C
-    // string that outlives `f`: the caller's own entries, `preload` (NUL after `len`, since
-    // the buffer is zeroed and `len < preload.len()`), and the cache's policy entry.
-    let list = unsafe { CList::new(ptrs.as_ptr()) };
+    ptrs[n].write(preload_entry.cast());
+    ptrs[n + 1].write(loaded.entry_ptr());
+    ptrs[n + 2].write(core::ptr::null());
+    // SAFETY: `ptrs[..n + 3]` is written and NULL-terminated; every entry is a C string that
+    // outlives `f`: the caller's own entries, `preload` (NUL-terminated by as_c_bytes), and the
+    // cache's policy entry.
+    let list = unsafe { CList::new(ptrs.as_ptr().cast()) };
     f(Ok(list))
 }
 

@@ -7,7 +7,6 @@
 //! and `vfork` children and post-`fork` children of threaded programs are safe.
 
 use core::cell::UnsafeCell;
-use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU8, Ordering};
 use execguard_os::LibcSys;
 use execguard_policy::path::{basename, PATH_MAX};
@@ -307,7 +306,9 @@ const READY: u8 = 2;
 
 struct Cache {
     state: AtomicU8,
-    slot: UnsafeCell<MaybeUninit<Loaded>>,
+    /// Initialised at compile time, so the first exec only writes what it loads: constructing
+    /// an empty `Loaded` at run time meant writing its 22 KiB in every new process.
+    slot: UnsafeCell<Loaded>,
 }
 
 // SAFETY: `slot` is written only by the thread that moved `state` from EMPTY to LOADING, and
@@ -316,7 +317,7 @@ unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
     state: AtomicU8::new(EMPTY),
-    slot: UnsafeCell::new(MaybeUninit::uninit()),
+    slot: UnsafeCell::new(Loaded::EMPTY),
 };
 
 /// Runs `f` with the policy in force, loading it on first use.
@@ -324,7 +325,7 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
     match CACHE.state.load(Ordering::Acquire) {
         READY => {
             // SAFETY: READY means the slot was fully written and published (see `Cache`).
-            f(unsafe { (*CACHE.slot.get()).assume_init_ref() })
+            f(unsafe { &*CACHE.slot.get() })
         }
         EMPTY
             if CACHE
@@ -333,7 +334,7 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
                 .is_ok() =>
         {
             // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot.
-            let loaded = unsafe { (*CACHE.slot.get()).write(Loaded::EMPTY) };
+            let loaded = unsafe { &mut *CACHE.slot.get() };
             loaded.load();
             CACHE.state.store(READY, Ordering::Release);
             f(loaded)
