@@ -52,25 +52,6 @@ fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
         .max_by_key(|m| m.point.as_os_str().len())
 }
 
-/// The Landlock ABI version the kernel offers, or the errno that says it does not.
-pub fn landlock_abi() -> Result<i64, i32> {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only queries the ABI version.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    if v < 0 {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-    } else {
-        Ok(v)
-    }
-}
-
 /// Is this file a statically linked ELF program (no PT_INTERP)? Such programs never load a
 /// preload library, so the guard cannot see their execs.
 fn is_static_elf(path: &Path) -> bool {
@@ -239,7 +220,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     println!("kernel");
-    match landlock_abi() {
+    match execguard_seal::kernel_abi() {
         Ok(v) => println!("  landlock: ABI {v}"),
         Err(e) => println!(
             "  landlock: unavailable ({})",
@@ -263,7 +244,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match &probe {
         Some((root, true)) => println!(
             "  seal: this process is sealed (the kernel refused to execute a file in {root}{})",
-            landlock_abi()
+            execguard_seal::kernel_abi()
                 .map(|v| format!("; Landlock ABI {v}"))
                 .unwrap_or_default()
         ),

@@ -480,23 +480,33 @@ pub unsafe extern "C" fn system(command: *const c_char) -> c_int {
         // SAFETY: system(NULL) only asks whether a shell exists.
         return unsafe { real(command) };
     }
-    let argv: [*const c_char; 4] = [
-        c"sh".as_ptr().cast(),
-        c"-c".as_ptr().cast(),
-        command,
-        core::ptr::null(),
-    ];
-    // SAFETY: argv is NULL-terminated; glibc's system runs /bin/sh with `environ`, which is
-    // what is decided (and must already carry the guard in host mode).
+    // SAFETY: `command` is a C string per system's contract.
+    unsafe { through_shell(Entry::System, command, || real(command), fail_errno) }
+}
+
+/// `system` and `popen` run `/bin/sh -c COMMAND` with `environ` from inside glibc, out of the
+/// guard's reach: decide that exec here, with the environment glibc will pass (which must
+/// already carry the guard in host mode: it cannot be rewritten).
+///
+/// # Safety
+/// `command` is a valid C string.
+unsafe fn through_shell<R>(
+    entry: Entry,
+    command: *const c_char,
+    run: impl FnOnce() -> R,
+    fail: impl FnOnce(c_int) -> R,
+) -> R {
+    let argv: [*const c_char; 4] = [c"sh".as_ptr(), c"-c".as_ptr(), command, core::ptr::null()];
+    // SAFETY: argv is NULL-terminated and its strings outlive the call; `environ` is libc's.
     unsafe {
         guarded(
-            Entry::System,
+            entry,
             Target::Path(b"/bin/sh"),
             argv.as_ptr(),
             current_environ(),
             EnvRewrite::Forbidden,
-            |_| real(command),
-            fail_errno,
+            |_| run(),
+            fail,
         )
     }
 }
@@ -514,21 +524,12 @@ pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *
         // SAFETY: glibc reports the error itself.
         return unsafe { real(command, mode) };
     }
-    let argv: [*const c_char; 4] = [
-        c"sh".as_ptr().cast(),
-        c"-c".as_ptr().cast(),
-        command,
-        core::ptr::null(),
-    ];
-    // SAFETY: as in `system`.
+    // SAFETY: `command` is a C string per popen's contract.
     unsafe {
-        guarded(
+        through_shell(
             Entry::Popen,
-            Target::Path(b"/bin/sh"),
-            argv.as_ptr(),
-            current_environ(),
-            EnvRewrite::Forbidden,
-            |_| real(command, mode),
+            command,
+            || real(command, mode),
             |e| {
                 set_errno(e);
                 core::ptr::null_mut()
