@@ -142,4 +142,18 @@ fn quick_run_writes_report_chart_and_json_with_every_workload() {
         .collect();
     assert!(keys.contains(&"EXECGUARD_BENCH_TEST") && keys.contains(&"PATH"));
     assert_eq!(json["budget"].as_array().map(Vec::len), Some(3));
+
+    // The stored results alone re-render the same report.
+    let again = tmp.0.join("rendered");
+    let status = Command::new(env!("CARGO_BIN_EXE_execguard-bench"))
+        .arg("--render")
+        .arg(out.join("results.json"))
+        .arg("--out")
+        .arg(&again)
+        .status()
+        .expect("run the harness with --render");
+    assert!(status.success(), "--render failed");
+    let rendered = std::fs::read_to_string(again.join("REPORT.md")).expect("rendered REPORT.md");
+    assert_eq!(rendered, report, "--render changed the report");
+    assert!(again.join("chart.png").is_file());
 }
