@@ -153,3 +153,28 @@ fn system_after_unsetenv_fails_closed() {
         );
     }
 }
+
+/// The guard streams its initial environment in 4 KiB chunks: the policy must be found whatever
+/// chunk boundary its name or value straddles, and so must the guard's own `LD_PRELOAD` entry.
+#[test]
+fn the_policy_is_found_across_environment_chunk_boundaries() {
+    let f = Fixture::new("sticky-chunks");
+    let p = f.strict();
+    // Entries come in key order: AAAA_FILL=..., EXECGUARD_POLICY=..., LD_PRELOAD=...
+    for fill in (4070..4110).step_by(3).chain([8170, 8185, 12270]) {
+        let o = run(f
+            .guarded(&p, &tools().probe)
+            .env("AAAA_FILL", "x".repeat(fill))
+            .args(["execve", s(&f.payload)]));
+        o.assert_denied("mutable_native");
+        // The child the probe's shell starts keeps the guard: the LD_PRELOAD entry was found.
+        let o = run(f
+            .guarded(&p, "/bin/sh")
+            .env("AAAA_FILL", "x".repeat(fill))
+            .args([
+                "-c",
+                &format!("env -u LD_PRELOAD {}; echo rc=$?", s(&f.payload)),
+            ]));
+        still_refused(&o);
+    }
+}

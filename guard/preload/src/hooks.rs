@@ -48,6 +48,7 @@ static REAL_POSIX_SPAWN: Real = Real::new(b"posix_spawn\0");
 static REAL_SYSTEM: Real = Real::new(b"system\0");
 static REAL_POPEN: Real = Real::new(b"popen\0");
 static REAL_DLOPEN: Real = Real::new(b"dlopen\0");
+static REAL_FORK: Real = Real::new(b"fork\0");
 
 type PosixSpawnFn = unsafe extern "C" fn(
     *mut pid_t,
@@ -596,4 +597,20 @@ pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut l
         // SAFETY: a NUL-terminated path that does not exist; dlopen fails with its own message.
         Some(denied) => unsafe { real(denied.as_ptr().cast(), flags) },
     }
+}
+
+/// fork: load the policy in the parent first, so that every child inherits it ready. A shell
+/// or make that forks and execs hundreds of times would otherwise load it once per child.
+/// Loading is lock-free and allocation-free, so this is safe wherever fork is.
+#[no_mangle]
+pub unsafe extern "C" fn fork() -> pid_t {
+    crate::state::prime();
+    let Some(real) = REAL_FORK.get() else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    // SAFETY: dlsym returned glibc's fork, whose type this is.
+    let real: unsafe extern "C" fn() -> pid_t = unsafe { core::mem::transmute::<usize, _>(real) };
+    // SAFETY: forwarded as the caller made it.
+    unsafe { real() }
 }

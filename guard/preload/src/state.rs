@@ -9,7 +9,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU8, Ordering};
 use execguard_os::LibcSys;
-use execguard_policy::path::{basename, PATH_MAX};
+use execguard_policy::path::{basename, PathBuf, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
 use execguard_policy::{Policy, Profile, Reason, RuntimeIds};
 use libc::{c_char, c_int};
@@ -134,7 +134,7 @@ impl Loaded {
         if fd < 0 {
             return Err(Reason::ProcUnavailable);
         }
-        let mut preload = [0u8; PATH_MAX];
+        let mut preload = PathBuf::new();
         let mut scan = EnvScan {
             policy_len: None,
             preload_len: None,
@@ -150,8 +150,8 @@ impl Loaded {
             return Err(Reason::PolicyInvalid);
         }
         self.text_len = scan.policy_len.ok_or(Reason::PolicyMissing)?;
-        if let Some(n) = scan.preload_len {
-            let list = &preload[..n];
+        if scan.preload_len.is_some() {
+            let list = preload.as_bytes();
             if let Some(lib) = list
                 .split(|&c| c == b':' || c == b' ')
                 .find(|e| basename(e) == LIB_NAME && e.starts_with(b"/"))
@@ -179,9 +179,11 @@ enum Field {
 }
 
 impl EnvScan {
-    fn run(&mut self, fd: c_int, policy: &mut [u8], preload: &mut [u8]) -> Result<(), Reason> {
+    /// Streams the file in chunks and handles it an entry segment at a time: only the start of
+    /// each entry is compared with the two prefixes, and values are copied in bulk.
+    fn run(&mut self, fd: c_int, policy: &mut [u8], preload: &mut PathBuf) -> Result<(), Reason> {
         let mut chunk = [0u8; 4096];
-        // Position inside the current entry, and which prefixes still match it.
+        // Position inside the current entry, and which prefixes it still matches.
         let mut pos = 0usize;
         let (mut maybe_policy, mut maybe_preload) = (true, true);
         let mut copying: Option<(Field, usize)> = None;
@@ -197,39 +199,58 @@ impl EnvScan {
             if n == 0 {
                 break;
             }
-            for &c in &chunk[..n as usize] {
-                if c == 0 {
+            let mut rest = &chunk[..n as usize];
+            while !rest.is_empty() {
+                let nul = rest.iter().position(|&c| c == 0);
+                let seg = &rest[..nul.unwrap_or(rest.len())];
+                rest = nul.map_or(&[][..], |k| &rest[k + 1..]);
+                let mut value = None;
+                match &mut copying {
+                    Some(_) => value = Some(seg),
+                    None if maybe_policy || maybe_preload => {
+                        let advance = |prefix: &[u8], still: &mut bool| -> Option<usize> {
+                            let want = &prefix[pos.min(prefix.len())..];
+                            let k = want.len().min(seg.len());
+                            *still &= seg[..k] == want[..k];
+                            (*still && pos + k == prefix.len()).then_some(k)
+                        };
+                        if let Some(k) = advance(POLICY_PREFIX, &mut maybe_policy) {
+                            copying = Some((Field::Policy, 0));
+                            value = Some(&seg[k..]);
+                        } else if let Some(k) = advance(PRELOAD_PREFIX, &mut maybe_preload) {
+                            copying = Some((Field::Preload, 0));
+                            value = Some(&seg[k..]);
+                        }
+                        pos += seg.len();
+                    }
+                    None => {}
+                }
+                if let (Some(v), Some((field, len))) = (value, &mut copying) {
+                    match field {
+                        Field::Policy => {
+                            let room = policy.len() - *len;
+                            let take = v.len().min(room);
+                            policy[*len..*len + take].copy_from_slice(&v[..take]);
+                            *len += take;
+                            self.overflow |= take < v.len();
+                        }
+                        // A preload list longer than a path only loses entries after the
+                        // guard's own, which comes first when execguard set it.
+                        Field::Preload => {
+                            let _ = preload.push_bytes(v);
+                        }
+                    }
+                }
+                if nul.is_some() {
                     if let Some((field, len)) = copying.take() {
                         match field {
                             Field::Policy => self.policy_len = Some(len),
-                            Field::Preload => self.preload_len = Some(len),
+                            Field::Preload => self.preload_len = Some(preload.as_bytes().len()),
                         }
                     }
                     pos = 0;
                     maybe_policy = self.policy_len.is_none();
                     maybe_preload = self.preload_len.is_none();
-                    continue;
-                }
-                if let Some((field, len)) = &mut copying {
-                    let out: &mut [u8] = match field {
-                        Field::Policy => policy,
-                        Field::Preload => preload,
-                    };
-                    if *len < out.len() {
-                        out[*len] = c;
-                        *len += 1;
-                    } else if matches!(field, Field::Policy) {
-                        self.overflow = true;
-                    }
-                    continue;
-                }
-                maybe_policy &= POLICY_PREFIX.get(pos) == Some(&c);
-                maybe_preload &= PRELOAD_PREFIX.get(pos) == Some(&c);
-                pos += 1;
-                if maybe_policy && pos == POLICY_PREFIX.len() {
-                    copying = Some((Field::Policy, 0));
-                } else if maybe_preload && pos == PRELOAD_PREFIX.len() {
-                    copying = Some((Field::Preload, 0));
                 }
             }
         }
@@ -319,6 +340,13 @@ static CACHE: Cache = Cache {
     state: AtomicU8::new(EMPTY),
     slot: UnsafeCell::new(Loaded::EMPTY),
 };
+
+/// Loads the policy now if it is not loaded yet (before `fork`, so that children inherit it).
+pub fn prime() {
+    if CACHE.state.load(Ordering::Acquire) != READY {
+        with(|_| ());
+    }
+}
 
 /// Runs `f` with the policy in force, loading it on first use.
 pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
