@@ -3,6 +3,7 @@
 #![no_std]
 
 use core::ffi::CStr;
+use core::mem::MaybeUninit;
 use execguard_policy::path::PathBuf;
 use execguard_policy::sys::{At, Errno, FileInfo, OpenMode, StrList, Sys, ENAMETOOLONG};
 use libc::{c_char, c_int};
@@ -36,6 +37,30 @@ impl CPath {
 pub fn c_path(buf: &mut PathBuf, path: &[u8]) -> Result<*const c_char, Errno> {
     buf.push_bytes(path).map_err(|_| ENAMETOOLONG)?;
     Ok(buf.as_c_bytes().as_ptr().cast())
+}
+
+/// Calls `f` with `path` as a C string. Short paths (the common case) are copied into a small
+/// stack buffer: the exec path runs in fork children, where every stack page written is a page
+/// fault, so a 4 KiB buffer per system call costs more than the call.
+#[inline(always)]
+pub fn with_c_path<R>(path: &[u8], f: impl FnOnce(*const c_char) -> R) -> Result<R, Errno> {
+    const SHORT: usize = 256;
+    if path.len() >= SHORT {
+        return with_long_c_path(path, f);
+    }
+    let mut buf = [MaybeUninit::<u8>::uninit(); SHORT];
+    for (slot, &b) in buf.iter_mut().zip(path) {
+        slot.write(b);
+    }
+    buf[path.len()].write(0);
+    Ok(f(buf.as_ptr().cast()))
+}
+
+#[inline(never)]
+fn with_long_c_path<R>(path: &[u8], f: impl FnOnce(*const c_char) -> R) -> Result<R, Errno> {
+    let mut buf = PathBuf::new();
+    let c = c_path(&mut buf, path)?;
+    Ok(f(c))
 }
 
 /// `/proc/self/fd/N` as a C string.
@@ -90,10 +115,8 @@ impl Sys for LibcSys {
                 } else {
                     libc::AT_FDCWD
                 };
-                let mut buf = PathBuf::new();
-                let c = c_path(&mut buf, p)?;
-                // SAFETY: `c` is NUL-terminated and `buf` outlives the call.
-                unsafe { libc::openat(dirfd, c, flags) }
+                // SAFETY: `c` is NUL-terminated and valid during the call.
+                with_c_path(p, |c| unsafe { libc::openat(dirfd, c, flags) })?
             }
             At::Fd(n) => {
                 let mut buf = [0u8; 32];
@@ -165,12 +188,10 @@ impl Sys for LibcSys {
     }
 
     fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno> {
-        let mut buf = PathBuf::new();
-        let c = c_path(&mut buf, path)?;
         // SAFETY: all-zero is a valid `stat`.
         let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        // SAFETY: `c` is NUL-terminated, `buf` outlives the call and `st` is writable.
-        if unsafe { libc::stat(c, &mut st) } < 0 {
+        // SAFETY: `c` is NUL-terminated and valid during the call; `st` is writable.
+        if with_c_path(path, |c| unsafe { libc::stat(c, &mut st) })? < 0 {
             return Err(errno());
         }
         Ok(info(&st))

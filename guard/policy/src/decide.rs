@@ -85,6 +85,37 @@ pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
     pub envp: &'r E,
 }
 
+/// The path a refusal names, as shown on stderr and in the audit record: at most
+/// [`ShownPath::MAX`] bytes (longer ones are cut; the decision never depends on it). Kept small
+/// because a `Verdict` travels through every check's return slot, and in a fork child each
+/// stack page the guard touches is a page fault.
+#[derive(Clone)]
+pub struct ShownPath {
+    buf: [u8; ShownPath::MAX],
+    len: usize,
+}
+
+impl ShownPath {
+    pub const MAX: usize = 512;
+
+    pub fn new(path: &[u8]) -> Self {
+        let len = path.len().min(Self::MAX);
+        let mut buf = [0u8; Self::MAX];
+        buf[..len].copy_from_slice(&path[..len]);
+        ShownPath { buf, len }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl core::fmt::Debug for ShownPath {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?}", crate::text::Lossy(self.as_bytes()))
+    }
+}
+
 /// The outcome.
 #[derive(Debug)]
 pub enum Verdict {
@@ -95,7 +126,7 @@ pub enum Verdict {
     Deny {
         reason: Reason,
         errno: Errno,
-        path: PathBuf,
+        path: ShownPath,
     },
     /// Fail exactly as the kernel would have (missing target, directory...), without running
     /// anything and without a refusal message.
@@ -112,15 +143,12 @@ fn deny(reason: Reason, path: &[u8]) -> Verdict {
     deny_errno(reason, EACCES, path)
 }
 
+#[cold]
 fn deny_errno(reason: Reason, errno: Errno, path: &[u8]) -> Verdict {
-    let mut p = PathBuf::new();
-    // A path too long for the buffer is shown cut; the refusal itself does not depend on it.
-    let n = path.len().min(crate::path::PATH_MAX - 1);
-    let _ = p.push_bytes(&path[..n]);
     Verdict::Deny {
         reason,
         errno,
-        path: p,
+        path: ShownPath::new(path),
     }
 }
 
@@ -549,9 +577,22 @@ fn check_protected<S: Sys>(
     file: &FileInfo,
     kpath: &[u8],
 ) -> Result<(), Verdict> {
-    let Some(i) = ctx.runtimes.runtime_of(ctx.policy, file, kpath) else {
-        return Ok(());
-    };
+    match ctx.runtimes.runtime_of(ctx.policy, file, kpath) {
+        None => Ok(()),
+        Some(i) => check_runtime_caller(sys, ctx, i, kpath),
+    }
+}
+
+/// The target is protected runtime `i`: is the caller allowed to start it? (Out of line: its
+/// buffers stay off the stack of ordinary execs.)
+#[inline(never)]
+#[cold]
+fn check_runtime_caller<S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    i: usize,
+    kpath: &[u8],
+) -> Result<(), Verdict> {
     let Some(rt) = ctx.policy.runtimes().nth(i) else {
         return Err(deny(Reason::InternalError, kpath));
     };
@@ -572,6 +613,7 @@ fn check_protected<S: Sys>(
 }
 
 /// A file's identity and kernel name, without reading it.
+#[inline(never)]
 fn identify<S: Sys>(sys: &mut S, path: &[u8]) -> Option<(FileInfo, PathBuf)> {
     let fd = sys.open(At::Cwd(path), OpenMode::PathOnly, true).ok()?;
     let mut kpath = PathBuf::new();
@@ -639,6 +681,7 @@ fn check_library_dirs<S: Sys>(
 /// Refuses an object or directory that resolves into a mutable root (or has no name on disk).
 /// One that cannot be opened is refused too, unless it is absolute and lexically outside every
 /// mutable root: otherwise it could be created there between this check and the loader's open.
+#[inline(never)]
 fn check_mutable_object<S: Sys>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
@@ -671,6 +714,7 @@ fn check_mutable_object<S: Sys>(
 }
 
 /// `/a/./b/../c` → `/a/c` for absolute paths; `None` for relative or overlong ones.
+#[inline(never)]
 fn lexical_normal(path: &[u8]) -> Option<PathBuf> {
     if !path.starts_with(b"/") {
         return None;
@@ -714,6 +758,7 @@ const LOADER_VALUED: [&[u8]; 7] = [
 
 /// `ld-linux*.so [options] PROGRAM ...`: the loader maps PROGRAM and the objects its options
 /// name. Options are matched exactly, as glibc's rtld does; the first other word is PROGRAM.
+#[inline(never)]
 fn check_loader<'a, S: Sys>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
@@ -766,6 +811,7 @@ fn check_loader<'a, S: Sys>(
 
 /// A mutable script must not select a protected runtime: directly, through the loader, or
 /// through `env` (including `-S` and a `PATH=` assignment).
+#[inline(never)]
 fn check_script_runtime<S: Sys, E: StrList + ?Sized>(
     sys: &mut S,
     ctx: &Context<'_, '_>,

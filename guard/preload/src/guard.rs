@@ -191,6 +191,7 @@ pub unsafe fn guarded<R>(
 /// Most caller arguments a sealed script launch can carry (more: `E2BIG`).
 const MAX_LAUNCH_ARGS: usize = 1024;
 
+#[inline(never)]
 /// Builds the C argv of a [`Launch`] on the stack: the added arguments copied with NULs, then
 /// the caller's own `argv[1..]` pointers. `None` when it does not fit.
 fn with_launch_argv<R>(
@@ -259,7 +260,20 @@ fn with_child_env<R>(
     if rewrite == EnvRewrite::Forbidden {
         return f(Err(Reason::EnvironmentNotSticky));
     }
-    // LD_PRELOAD=<guard>[:<what the loader would have used>]
+    rewrite_env(loaded, envp, lib, last_preload, f)
+}
+
+/// The slow path of [`with_child_env`], in its own frame: its 20 KiB of buffers must not sit
+/// between the caller and the decision on every exec (in a fork child each stack page written
+/// is a page fault).
+#[inline(never)]
+fn rewrite_env<R>(
+    loaded: &Loaded,
+    envp: CList,
+    lib: &[u8],
+    last_preload: Option<&[u8]>,
+    f: impl FnOnce(Result<CList, Reason>) -> R,
+) -> R {
     // LD_PRELOAD=<guard>[:<what the loader would have used>], built in a path buffer (only the
     // bytes written are touched: this runs on every exec of a session that rewrites).
     let mut preload = PathBuf::new();
@@ -296,6 +310,8 @@ fn with_child_env<R>(
     f(Ok(list))
 }
 
+#[inline(never)]
+#[cold]
 /// Writes the refusal line (for denials) and the audit record. Returns false when a record
 /// was due and could not be written (callers then refuse: nothing is lost).
 fn report(
@@ -422,7 +438,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 Verdict::Deny {
                     reason,
                     errno: EACCES,
-                    path: execguard_policy::path::PathBuf::new(),
+                    path: execguard_policy::ShownPath::new(b""),
                 }
             }
         };

@@ -341,6 +341,17 @@ static CACHE: Cache = Cache {
     slot: UnsafeCell::new(Loaded::EMPTY),
 };
 
+/// Another thread is loading the cache (or was, when this process forked): load a private copy
+/// on this stack rather than wait. Out of line: its 22 KiB must not sit in the ordinary path's
+/// frame (stack probes would touch every page of it).
+#[inline(never)]
+#[cold]
+fn with_private_copy<R>(f: impl FnOnce(&Loaded) -> R) -> R {
+    let mut local = Loaded::EMPTY;
+    local.load();
+    f(&local)
+}
+
 /// Loads the policy now if it is not loaded yet (before `fork`, so that children inherit it).
 pub fn prime() {
     if CACHE.state.load(Ordering::Acquire) != READY {
@@ -367,10 +378,6 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
             CACHE.state.store(READY, Ordering::Release);
             f(loaded)
         }
-        _ => {
-            let mut local = Loaded::EMPTY;
-            local.load();
-            f(&local)
-        }
+        _ => with_private_copy(f),
     }
 }
