@@ -14,7 +14,4 @@ fn main() {
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         map.display()
     );
-    // Lazy binding: a guarded program that never execs (most of them) never resolves the libc
-    // functions the guard imports. rustc asks for BIND_NOW; the later flag wins.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,lazy");
 }
