@@ -2,16 +2,13 @@
 //! the preload library, the CLI and the wrappers, so all of them see files the same way.
 #![no_std]
 
+pub mod raw;
+
 use core::ffi::CStr;
 use core::mem::MaybeUninit;
 use execguard_policy::path::PathBuf;
 use execguard_policy::sys::{At, Errno, FileInfo, OpenMode, StrList, Sys, ENAMETOOLONG};
-use libc::{c_char, c_int};
-
-fn errno() -> Errno {
-    // SAFETY: __errno_location returns this thread's errno slot.
-    unsafe { *libc::__errno_location() }
-}
+use libc::{c_char, c_int, c_long};
 
 /// A NUL-terminated copy of `path` on the stack (only the path and its NUL are written).
 pub struct CPath {
@@ -94,6 +91,54 @@ fn info(st: &libc::stat) -> FileInfo {
     }
 }
 
+/// `newfstatat(dirfd, path, flags)` as a [`FileInfo`].
+fn stat_at(dirfd: c_int, path: *const c_char, flags: c_int) -> Result<FileInfo, Errno> {
+    // SAFETY: all-zero is a valid `stat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is writable; the kernel's `struct stat` is
+    // libc's on the architectures this crate builds for.
+    let ret = unsafe {
+        raw::syscall6(
+            libc::SYS_newfstatat,
+            [
+                dirfd as c_long,
+                path as c_long,
+                &mut st as *mut libc::stat as c_long,
+                flags as c_long,
+                0,
+                0,
+            ],
+        )
+    };
+    raw::result(ret).map(|_| info(&st))
+}
+
+/// `readlink(link)` into `out`; a result that fills the buffer may be cut, so it is an error.
+fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
+    let (buf, room) = out.spare();
+    // SAFETY: `link` is NUL-terminated; readlinkat writes at most `room` bytes at `buf`.
+    let ret = unsafe {
+        raw::syscall6(
+            libc::SYS_readlinkat,
+            [
+                libc::AT_FDCWD as c_long,
+                link as c_long,
+                buf as c_long,
+                room as c_long,
+                0,
+                0,
+            ],
+        )
+    };
+    let n = raw::result(ret)? as usize;
+    if n >= room {
+        return Err(ENAMETOOLONG);
+    }
+    // SAFETY: the kernel wrote `n` bytes, and n < room < PATH_MAX.
+    unsafe { out.set_len(n) };
+    Ok(())
+}
+
 /// The real OS.
 pub struct LibcSys;
 
@@ -108,7 +153,7 @@ impl Sys for LibcSys {
         if !follow {
             flags |= libc::O_NOFOLLOW;
         }
-        let fd = match at {
+        let ret = match at {
             At::Cwd(p) | At::Dir(_, p) => {
                 let dirfd = if let At::Dir(d, _) = at {
                     d
@@ -116,49 +161,62 @@ impl Sys for LibcSys {
                     libc::AT_FDCWD
                 };
                 // SAFETY: `c` is NUL-terminated and valid during the call.
-                with_c_path(p, |c| unsafe { libc::openat(dirfd, c, flags) })?
+                with_c_path(p, |c| unsafe {
+                    raw::syscall6(
+                        libc::SYS_openat,
+                        [dirfd as c_long, c as c_long, flags as c_long, 0, 0, 0],
+                    )
+                })?
             }
             At::Fd(n) => {
                 let mut buf = [0u8; 32];
                 let c = proc_fd_path(n, &mut buf);
                 // SAFETY: `c` points into `buf`, NUL-terminated, alive for the call.
-                unsafe { libc::openat(libc::AT_FDCWD, c, flags) }
+                unsafe {
+                    raw::syscall6(
+                        libc::SYS_openat,
+                        [
+                            libc::AT_FDCWD as c_long,
+                            c as c_long,
+                            flags as c_long,
+                            0,
+                            0,
+                            0,
+                        ],
+                    )
+                }
             }
         };
-        if fd < 0 {
-            Err(errno())
-        } else {
-            Ok(fd)
-        }
+        raw::result(ret).map(|fd| fd as c_int)
     }
 
     fn fstat(&mut self, fd: &c_int) -> Result<FileInfo, Errno> {
-        // SAFETY: all-zero is a valid `stat`; fstat fills it or fails.
-        let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        // SAFETY: `st` is a valid, writable `stat`.
-        if unsafe { libc::fstat(*fd, &mut st) } < 0 {
-            return Err(errno());
-        }
-        Ok(info(&st))
+        stat_at(*fd, c"".as_ptr(), libc::AT_EMPTY_PATH)
     }
 
     fn read_head(&mut self, fd: &c_int, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut done = 0;
         while done < buf.len() {
+            let rest = &mut buf[done..];
             // SAFETY: the destination range lies inside `buf`.
-            let n = unsafe {
-                libc::pread(
-                    *fd,
-                    buf[done..].as_mut_ptr().cast(),
-                    buf.len() - done,
-                    done as libc::off_t,
+            let ret = unsafe {
+                raw::syscall6(
+                    libc::SYS_pread64,
+                    [
+                        *fd as c_long,
+                        rest.as_mut_ptr() as c_long,
+                        rest.len() as c_long,
+                        done as c_long,
+                        0,
+                        0,
+                    ],
                 )
             };
-            match n {
-                0 => break,
-                n if n > 0 => done += n as usize,
-                _ if errno() == libc::EINTR => continue,
-                _ => return Err(errno()),
+            match raw::result(ret) {
+                Ok(0) => break,
+                Ok(n) => done += n as usize,
+                Err(libc::EINTR) => continue,
+                Err(e) => return Err(e),
             }
         }
         Ok(done)
@@ -167,49 +225,21 @@ impl Sys for LibcSys {
     fn fd_path(&mut self, fd: &c_int, out: &mut PathBuf) -> Result<(), Errno> {
         let mut link = [0u8; 32];
         let c = proc_fd_path(*fd, &mut link);
-        let (buf, room) = out.spare();
-        // SAFETY: `c` is NUL-terminated; readlink writes at most `room` bytes at `buf`.
-        let n = unsafe { libc::readlink(c, buf.cast(), room) };
-        if n < 0 {
-            return Err(errno());
-        }
-        if n as usize >= room {
-            return Err(ENAMETOOLONG); // possibly cut: never guess
-        }
-        // SAFETY: readlink wrote `n` bytes, and n < room < PATH_MAX.
-        unsafe { out.set_len(n as usize) };
-        Ok(())
+        read_link(c, out)
     }
 
     fn close(&mut self, fd: c_int) {
         // SAFETY: `fd` was opened by `open` above and is closed once. A failed close of a
         // read-only descriptor loses nothing.
-        unsafe { libc::close(fd) };
+        unsafe { raw::syscall6(libc::SYS_close, [fd as c_long, 0, 0, 0, 0, 0]) };
     }
 
     fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno> {
-        // SAFETY: all-zero is a valid `stat`.
-        let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        // SAFETY: `c` is NUL-terminated and valid during the call; `st` is writable.
-        if with_c_path(path, |c| unsafe { libc::stat(c, &mut st) })? < 0 {
-            return Err(errno());
-        }
-        Ok(info(&st))
+        with_c_path(path, |c| stat_at(libc::AT_FDCWD, c, 0))?
     }
 
     fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
-        let (buf, room) = out.spare();
-        // SAFETY: the link name is NUL-terminated; readlink writes at most `room` bytes at `buf`.
-        let n = unsafe { libc::readlink(c"/proc/self/exe".as_ptr(), buf.cast(), room) };
-        if n < 0 {
-            return Err(errno());
-        }
-        if n as usize >= room {
-            return Err(ENAMETOOLONG);
-        }
-        // SAFETY: readlink wrote `n` bytes, and n < room < PATH_MAX.
-        unsafe { out.set_len(n as usize) };
-        Ok(())
+        read_link(c"/proc/self/exe".as_ptr(), out)
     }
 
     fn caller_exe(&mut self) -> Result<FileInfo, Errno> {

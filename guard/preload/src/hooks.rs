@@ -2,8 +2,8 @@
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
 use crate::guard::{arg, guarded, Entry, EnvRewrite};
-use crate::raw::{self, libc_result, set_errno};
 use core::sync::atomic::{AtomicUsize, Ordering};
+use execguard_os::raw::{self, libc_result, set_errno};
 use execguard_os::LibcSys;
 use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;

@@ -15,7 +15,6 @@
 
 mod guard;
 mod hooks;
-mod raw;
 mod state;
 
 #[cfg(not(test))]

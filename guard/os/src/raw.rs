@@ -1,5 +1,7 @@
 //! Raw system calls. The guard never calls libc's exec functions or `syscall()` (it replaces
-//! them), so the final exec and the pass-through of `syscall()` are made here directly.
+//! them), so the final exec and the pass-through of `syscall()` are made here directly; the
+//! decision's own calls are raw too, so a fork child running it touches no libc code pages
+//! (each such page is a page fault there) and the library imports fewer symbols.
 
 use core::arch::asm;
 use libc::{c_char, c_int, c_long};
@@ -97,5 +99,14 @@ pub unsafe fn execveat(
                 0,
             ],
         )
+    }
+}
+
+/// A system call's raw result as `Result`: the value, or the errno.
+pub fn result(ret: c_long) -> Result<c_long, c_int> {
+    if (-4095..0).contains(&ret) {
+        Err(-ret as c_int)
+    } else {
+        Ok(ret)
     }
 }
