@@ -468,13 +468,15 @@ mod tests {
         let rts = discover_runtimes(GIT, &d.join("w/execguard-git"), Some(&path)).unwrap();
         let paths: Vec<&Path> = rts.iter().map(|r| r.path.as_path()).collect();
         // The outer shim's git (the wrapper) is skipped; b/git's exec-path copy is listed
-        // although it is a hard link (the shim links into its directory); the well-known places
-        // of this machine may add more after them.
+        // although it is a hard link (the shim links into its directory), and so is the
+        // exec-path directory itself (a directory runtime: every copy in it); the well-known
+        // places of this machine may add more after them.
         assert_eq!(paths[0], d.join("b/git"));
         assert_eq!(paths[1], d.join("libexec/git-core/git"));
+        assert_eq!(paths[2], d.join("libexec/git-core"));
         assert_eq!(
             paths.iter().filter(|p| p.starts_with(&d)).count(),
-            2,
+            3,
             "{paths:?}"
         );
         assert!(!paths.contains(&d.join("w/execguard-git").as_path()));
