@@ -58,7 +58,7 @@ impl Out<'_> {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let utf8 = core::str::from_utf8(s).is_ok();
         self.raw(b"\"");
-        for (i, &c) in s.iter().enumerate() {
+        for &c in s {
             if self.len + 8 > self.limit {
                 // Never cut inside a UTF-8 sequence: back off to a character boundary.
                 if utf8 {
@@ -70,7 +70,6 @@ impl Out<'_> {
                     }
                 }
                 self.truncated = true;
-                let _ = i;
                 break;
             }
             match c {
