@@ -5,6 +5,8 @@ mod support;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use support::*;
 
 #[test]
@@ -300,4 +302,47 @@ fn missing_policy_fails_closed() {
         .args(["execve", "/bin/true"]));
     assert!(o.has_denial("policy_missing"), "{o}");
     o.assert_exec_failed(EACCES);
+}
+
+/// An execute-only file in a mutable root cannot be inspected, so it is refused
+/// (`unreadable_mutable`); the same file outside the mutable roots is left to the kernel.
+/// Needs a non-root caller (root reads anything): the probe runs as nobody through setpriv.
+#[test]
+fn execute_only_files_in_mutable_roots_are_refused() {
+    let f = Fixture::new("xonly");
+    // No audit log: nobody could not create it in the fixture directory.
+    let p = format!(
+        "version = 1\nprofile = \"strict\"\nworkspace = \"{}\"\n",
+        s(&f.ws)
+    );
+    let ws_x = f.ws.join("xonly");
+    let sys_x = f.sys.join("xonly");
+    for path in [&ws_x, &sys_x] {
+        copy(&f.sys_argv, path);
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    // Every directory on the way must be searchable by nobody.
+    let mut dir = f.ws.parent().map(Path::to_path_buf);
+    while let Some(d) = dir {
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode();
+        assert!(
+            mode & 0o001 != 0,
+            "{} is not searchable by other users",
+            d.display()
+        );
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    let as_nobody = |target: &Path| {
+        run(f
+            .guarded(&p, "/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&tools().probe)
+            .args(["execve", s(target)]))
+    };
+    let o = as_nobody(&ws_x);
+    o.assert_denied("unreadable_mutable");
+    o.assert_exec_failed(EACCES);
+    let o = as_nobody(&sys_x);
+    assert!(o.denials().is_empty(), "{o}");
+    o.assert_ran();
 }
