@@ -346,3 +346,43 @@ fn execute_only_files_in_mutable_roots_are_refused() {
     assert!(o.denials().is_empty(), "{o}");
     o.assert_ran();
 }
+
+/// The loader given a program without a `/` searches library directories for it: the guard
+/// cannot tell which file would run, so it refuses.
+#[test]
+fn a_loader_program_without_a_slash_is_refused() {
+    let f = Fixture::new("loader-bare");
+    let p = f.strict();
+    let o = f.probe(&p, ["execve", support::LOADER, "payload"]);
+    o.assert_denied("loader_ambiguous");
+    o.assert_exec_failed(EACCES);
+    // With a path it is decided on the file: a system program runs.
+    let o = f.probe(&p, ["execve", support::LOADER, s(&f.sys_argv), "x"]);
+    o.assert_ran();
+}
+
+/// A mutable script whose `env -S` string needs quoting, escapes or expansion, or which changes
+/// directory first, is refused rather than interpreted differently from env.
+#[test]
+fn ambiguous_env_lines_in_mutable_scripts_are_refused() {
+    let f = Fixture::new("env-ambiguous");
+    let p = f.strict();
+    for (name, line) in [
+        ("quoted.sh", "#!/usr/bin/env -S sh -c 'echo hi'\n"),
+        ("escape.sh", "#!/usr/bin/env -S sh\\x20-e\n"),
+        ("expand.sh", "#!/usr/bin/env -S ${SHELL}\n"),
+        ("chdir.sh", "#!/usr/bin/env -C /tmp sh\n"),
+    ] {
+        let path = f.ws.join(name);
+        f.write_exec(&path, line.as_bytes());
+        let o = f.probe(&p, ["execve", s(&path)]);
+        o.assert_denied("shebang_ambiguous");
+    }
+    // A plain `env -S` line runs.
+    let path = f.ws.join("plain.sh");
+    f.write_exec(
+        &path,
+        format!("#!/usr/bin/env -S {} -x\n", s(&f.sys_argv)).as_bytes(),
+    );
+    f.probe(&p, ["execve", s(&path)]).assert_ran();
+}
