@@ -178,3 +178,23 @@ fn the_policy_is_found_across_environment_chunk_boundaries() {
         still_refused(&o);
     }
 }
+
+/// Host mode rewrites an environment that lost the guard; one too large to rewrite on the
+/// guard's fixed buffers is refused rather than passed on without the guard.
+#[test]
+fn an_environment_too_large_to_rewrite_is_refused() {
+    let f = Fixture::new("sticky-large");
+    let p = f.strict();
+    let many: Vec<String> = (0..2100)
+        .flat_map(|i| ["--addenv".to_string(), format!("V{i}=x")])
+        .collect();
+    let mut args: Vec<&str> = many.iter().map(String::as_str).collect();
+    args.extend(["--unsetenv", "LD_PRELOAD", "execve", "/bin/true"]);
+    let o = f.probe(&p, &args);
+    o.assert_denied("environment_too_large");
+    o.assert_exec_failed(EACCES);
+    // The same environment with the guard still in it needs no rewrite and runs.
+    let mut args: Vec<&str> = many.iter().map(String::as_str).collect();
+    args.extend(["execve", s(&f.sys_argv)]);
+    f.probe(&p, &args).assert_ran();
+}
