@@ -3,10 +3,10 @@
 
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
 use core::mem::MaybeUninit;
-use execguard_os::{c_bytes, CList, LibcSys};
+use execguard_os::{CList, LibcSys};
 use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
 use execguard_policy::path::{PathBuf, PATH_MAX};
-use execguard_policy::sys::{env_values, StrList, EACCES};
+use execguard_policy::sys::{StrList, EACCES};
 use execguard_policy::{
     decide, decide_launch, Context, Launch, Policy, Profile, Reason, Request, Target, Verdict,
 };
@@ -248,12 +248,21 @@ fn with_child_env<R>(
     let Some(lib) = loaded.self_lib() else {
         return f(Err(Reason::EnvironmentNotSticky));
     };
-    let preloads = env_values(&envp, b"LD_PRELOAD").count();
-    let policies = env_values(&envp, b"EXECGUARD_POLICY").count();
-    let last_preload = env_values(&envp, b"LD_PRELOAD").last();
+    // One pass over the environment (this runs on every exec of a host session).
+    let (mut preloads, mut policies) = (0, 0);
+    let (mut last_preload, mut first_policy) = (None, None);
+    for e in (0..envp.len()).filter_map(|i| envp.get(i)) {
+        if let Some(v) = e.strip_prefix(b"LD_PRELOAD=") {
+            preloads += 1;
+            last_preload = Some(v);
+        } else if let Some(v) = e.strip_prefix(POLICY_PREFIX) {
+            policies += 1;
+            first_policy = first_policy.or(Some(v));
+        }
+    }
     let has_lib =
         last_preload.is_some_and(|v| v.split(|&c| c == b':' || c == b' ').any(|e| e == lib));
-    let same_policy = env_values(&envp, b"EXECGUARD_POLICY").next() == Some(loaded.text());
+    let same_policy = first_policy == Some(loaded.text());
     if has_lib && same_policy && preloads == 1 && policies == 1 {
         return f(Ok(envp));
     }
@@ -393,15 +402,6 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
         }
         bytes = &bytes[n as usize..];
     }
-}
-
-/// The bytes of a C string argument.
-///
-/// # Safety
-/// As [`c_bytes`].
-pub unsafe fn arg<'a>(p: *const c_char) -> &'a [u8] {
-    // SAFETY: forwarded.
-    unsafe { c_bytes(p) }
 }
 
 /// The dlopen check: `None` to let the call through, or the path the failing call is made with

@@ -1,10 +1,10 @@
 //! The exported libc entry points. Each is a thin shell over [`guarded`]; the variadic ones
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
-use crate::guard::{arg, guarded, Entry, EnvRewrite};
+use crate::guard::{guarded, Entry, EnvRewrite};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use execguard_os::raw::{self, libc_result, set_errno};
-use execguard_os::LibcSys;
+use execguard_os::{c_bytes, LibcSys};
 use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
 use execguard_policy::sys::{Sys, EACCES, ENOENT, ESTALE_ETC};
@@ -78,7 +78,7 @@ unsafe fn exec_path(
         return fail_errno(libc::EFAULT);
     }
     // SAFETY: non-NULL C string per libc's contract.
-    let target = Target::Path(unsafe { arg(path) });
+    let target = Target::Path(unsafe { c_bytes(path) });
     // SAFETY: libc's contract for argv/envp.
     unsafe {
         guarded(
@@ -113,7 +113,7 @@ unsafe fn exec_at(
         return fail_errno(libc::EFAULT);
     }
     // SAFETY: non-NULL C string per libc's contract.
-    let name = unsafe { arg(path) };
+    let name = unsafe { c_bytes(path) };
     let target = Target::execveat(
         dirfd,
         name,
@@ -156,7 +156,7 @@ unsafe fn exec_search(
         return fail_errno(libc::EFAULT);
     }
     // SAFETY: non-NULL C string.
-    let name = unsafe { arg(file) };
+    let name = unsafe { c_bytes(file) };
     if name.is_empty() {
         return fail_errno(ENOENT);
     }
@@ -204,7 +204,7 @@ fn path_variable() -> &'static [u8] {
     // SAFETY: getenv returns NULL or a pointer into the environment.
     let p = unsafe { libc::getenv(c"PATH".as_ptr().cast()) };
     // SAFETY: NULL or a valid C string.
-    let v = unsafe { arg(p) };
+    let v = unsafe { c_bytes(p) };
     if p.is_null() {
         DEFAULT_PATH
     } else {
@@ -386,7 +386,7 @@ unsafe fn spawn(
         return libc::EFAULT;
     }
     // SAFETY: libc's contract.
-    let target = Target::Path(unsafe { arg(path) });
+    let target = Target::Path(unsafe { c_bytes(path) });
     // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
     // (possibly rewritten) environment, valid for the duration of the call.
     unsafe {
@@ -440,7 +440,7 @@ pub unsafe extern "C" fn posix_spawnp(
         return libc::EFAULT;
     }
     // SAFETY: non-NULL C string.
-    let name = unsafe { arg(file) };
+    let name = unsafe { c_bytes(file) };
     if name.is_empty() {
         return ENOENT;
     }
@@ -585,7 +585,7 @@ pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut l
     let real: unsafe extern "C" fn(*const c_char, c_int) -> *mut libc::c_void =
         unsafe { core::mem::transmute::<usize, _>(real) };
     // SAFETY: NULL or a C string per dlopen's contract.
-    let name = unsafe { arg(filename) };
+    let name = unsafe { c_bytes(filename) };
     if !name.contains(&b'/') {
         // SAFETY: forwarded; names without a slash are searched in library directories, which
         // the guard checks at exec time (LD_LIBRARY_PATH).
