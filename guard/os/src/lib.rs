@@ -251,8 +251,7 @@ impl Sys for LibcSys {
             return false;
         };
         // SAFETY: `c` is NUL-terminated.
-        let ok =
-            unsafe { libc::faccessat(libc::AT_FDCWD, c.ptr(), libc::X_OK, libc::AT_EACCESS) } == 0;
+        let ok = unsafe { raw::executable(c.ptr()) };
         ok && self.stat(path).is_ok_and(|i| i.is_regular())
     }
 }

@@ -110,3 +110,167 @@ pub fn result(ret: c_long) -> Result<c_long, c_int> {
         Ok(ret)
     }
 }
+
+/// Calls a system call that takes up to six arguments and returns `Ok(value)` or `Err(errno)`.
+///
+/// # Safety
+/// As for [`syscall6`].
+unsafe fn call(nr: c_long, a: [c_long; 6]) -> Result<c_long, c_int> {
+    // SAFETY: forwarded contract.
+    result(unsafe { syscall6(nr, a) })
+}
+
+/// `openat(AT_FDCWD, path, flags, mode)`.
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string.
+pub unsafe fn open(path: *const c_char, flags: c_int, mode: libc::mode_t) -> Result<c_int, c_int> {
+    let a = [
+        libc::AT_FDCWD as c_long,
+        path as c_long,
+        flags as c_long,
+        mode as c_long,
+        0,
+        0,
+    ];
+    // SAFETY: forwarded contract.
+    unsafe { call(libc::SYS_openat, a) }.map(|fd| fd as c_int)
+}
+
+/// `read(fd, buf)`.
+pub fn read(fd: c_int, buf: &mut [u8]) -> Result<usize, c_int> {
+    let a = [
+        fd as c_long,
+        buf.as_mut_ptr() as c_long,
+        buf.len() as c_long,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+    unsafe { call(libc::SYS_read, a) }.map(|n| n as usize)
+}
+
+/// `write(fd, buf)`.
+pub fn write(fd: c_int, buf: &[u8]) -> Result<usize, c_int> {
+    let a = [
+        fd as c_long,
+        buf.as_ptr() as c_long,
+        buf.len() as c_long,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+    unsafe { call(libc::SYS_write, a) }.map(|n| n as usize)
+}
+
+/// `close(fd)`. A failed close of a descriptor the caller opened loses nothing.
+pub fn close(fd: c_int) {
+    // SAFETY: closing an integer; the kernel checks it.
+    let _ = unsafe { call(libc::SYS_close, [fd as c_long, 0, 0, 0, 0, 0]) };
+}
+
+/// `fstat(fd)`.
+pub fn fstat(fd: c_int) -> Result<libc::stat, c_int> {
+    // SAFETY: all-zero is a valid `stat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    let a = [
+        fd as c_long,
+        c"".as_ptr() as c_long,
+        &mut st as *mut libc::stat as c_long,
+        libc::AT_EMPTY_PATH as c_long,
+        0,
+        0,
+    ];
+    // SAFETY: the path is an empty C string and `st` is writable; the kernel's `struct stat`
+    // is libc's on the architectures this crate builds for.
+    unsafe { call(libc::SYS_newfstatat, a) }.map(|_| st)
+}
+
+pub fn getpid() -> libc::pid_t {
+    // SAFETY: getpid takes no arguments and cannot fail.
+    unsafe { syscall6(libc::SYS_getpid, [0; 6]) as libc::pid_t }
+}
+
+pub fn getuid() -> libc::uid_t {
+    // SAFETY: getuid takes no arguments and cannot fail.
+    unsafe { syscall6(libc::SYS_getuid, [0; 6]) as libc::uid_t }
+}
+
+/// `CLOCK_REALTIME` as (seconds, nanoseconds); zero if the clock cannot be read.
+pub fn realtime() -> (i64, i64) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let a = [
+        libc::CLOCK_REALTIME as c_long,
+        &mut ts as *mut libc::timespec as c_long,
+        0,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: `ts` is writable.
+    let _ = unsafe { call(libc::SYS_clock_gettime, a) };
+    (ts.tv_sec, ts.tv_nsec)
+}
+
+/// Whether the effective user may execute `path` (`faccessat(..., X_OK, AT_EACCESS)`).
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string.
+pub unsafe fn executable(path: *const c_char) -> bool {
+    let at = libc::AT_FDCWD as c_long;
+    let a = [
+        at,
+        path as c_long,
+        libc::X_OK as c_long,
+        libc::AT_EACCESS as c_long,
+        0,
+        0,
+    ];
+    // SAFETY: `path` is NUL-terminated per the contract.
+    match unsafe { call(libc::SYS_faccessat2, a) } {
+        Ok(_) => true,
+        // Kernels before 5.8 lack faccessat2; their faccessat checks the real ids, as glibc
+        // falls back to for an unprivileged caller.
+        Err(libc::ENOSYS) => {
+            // SAFETY: as above.
+            unsafe { call(libc::SYS_faccessat, [at, a[1], a[2], 0, 0, 0]) }.is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// Ends the process with `SIGABRT` (as `abort()` does), without libc: default action,
+/// unblocked, raised; if the signal is somehow survived, `exit_group(134)`.
+pub fn abort() -> ! {
+    let sigabrt = libc::SIGABRT as c_long;
+    // The kernel's sigaction with every field zero is SIG_DFL on every architecture.
+    let default_action = [0u64; 4];
+    let mask: u64 = 1 << (libc::SIGABRT - 1);
+    // SAFETY: pointers to live locals of the sizes the kernel expects (sigset of 8 bytes).
+    unsafe {
+        syscall6(
+            libc::SYS_rt_sigaction,
+            [sigabrt, default_action.as_ptr() as c_long, 0, 8, 0, 0],
+        );
+        syscall6(
+            libc::SYS_rt_sigprocmask,
+            [
+                libc::SIG_UNBLOCK as c_long,
+                &mask as *const u64 as c_long,
+                0,
+                8,
+                0,
+                0,
+            ],
+        );
+        syscall6(libc::SYS_kill, [getpid() as c_long, sigabrt, 0, 0, 0, 0]);
+        loop {
+            syscall6(libc::SYS_exit_group, [134, 0, 0, 0, 0, 0]);
+        }
+    }
+}

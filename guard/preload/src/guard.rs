@@ -3,7 +3,7 @@
 
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
 use core::mem::MaybeUninit;
-use execguard_os::{CList, LibcSys};
+use execguard_os::{raw, CList, LibcSys};
 use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
 use execguard_policy::path::{PathBuf, PATH_MAX};
 use execguard_policy::sys::{StrList, EACCES};
@@ -344,18 +344,11 @@ fn report(
     let Some(log) = policy.and_then(|p| p.audit_log()) else {
         return true;
     };
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is writable; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let (sec, nsec) = raw::realtime();
     let record = Record {
-        time: (ts.tv_sec.max(0) as u64, ts.tv_nsec.max(0) as u32),
-        // SAFETY: getpid and getuid cannot fail.
-        pid: unsafe { libc::getpid() },
-        // SAFETY: as above.
-        uid: unsafe { libc::getuid() },
+        time: (sec.max(0) as u64, nsec.max(0) as u32),
+        pid: raw::getpid(),
+        uid: raw::getuid(),
         tool: "guard",
         entry: entry.name(),
         allowed,
@@ -382,25 +375,21 @@ fn append(path: &[u8], record: &[u8]) -> bool {
     let flags =
         libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     // SAFETY: `c` is NUL-terminated.
-    let fd = unsafe { libc::open(c.ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
+    let Ok(fd) = (unsafe { raw::open(c.ptr(), flags, 0o600) }) else {
         return false;
-    }
-    // SAFETY: writes `record` from valid memory.
-    let n = unsafe { libc::write(fd, record.as_ptr().cast(), record.len()) };
-    // SAFETY: fd opened above.
-    unsafe { libc::close(fd) };
-    n == record.len() as isize
+    };
+    let written = raw::write(fd, record);
+    raw::close(fd);
+    written == Ok(record.len())
 }
 
 fn write_all(fd: c_int, mut bytes: &[u8]) {
     while !bytes.is_empty() {
-        // SAFETY: writes from valid memory.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        if n <= 0 {
-            return; // stderr closed: the errno still tells the caller
+        match raw::write(fd, bytes) {
+            Ok(n) if n > 0 => bytes = &bytes[n..],
+            Err(libc::EINTR) => {}
+            _ => return, // stderr closed: the errno still tells the caller
         }
-        bytes = &bytes[n as usize..];
     }
 }
 

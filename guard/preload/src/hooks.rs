@@ -4,10 +4,10 @@
 use crate::guard::{guarded, Entry, EnvRewrite};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use execguard_os::raw::{self, libc_result, set_errno};
-use execguard_os::{c_bytes, LibcSys};
+use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
-use execguard_policy::sys::{Sys, EACCES, ENOENT, ESTALE_ETC};
+use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT, ESTALE_ETC};
 use execguard_policy::Target;
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
@@ -44,10 +44,17 @@ impl Real {
     }
 }
 
+// In .data rather than .bss: a .bss would make the loader zero the tail of the last data page
+// in every process that loads the guard, a copy-on-write page fault for nothing.
+#[link_section = ".data"]
 static REAL_POSIX_SPAWN: Real = Real::new(b"posix_spawn\0");
+#[link_section = ".data"]
 static REAL_SYSTEM: Real = Real::new(b"system\0");
+#[link_section = ".data"]
 static REAL_POPEN: Real = Real::new(b"popen\0");
+#[link_section = ".data"]
 static REAL_DLOPEN: Real = Real::new(b"dlopen\0");
+#[link_section = ".data"]
 static REAL_FORK: Real = Real::new(b"fork\0");
 
 type PosixSpawnFn = unsafe extern "C" fn(
@@ -199,17 +206,16 @@ fn errno() -> c_int {
     unsafe { *libc::__errno_location() }
 }
 
-/// The caller's PATH, as glibc's getenv sees it.
+/// The caller's PATH, as glibc's getenv sees it: the first `PATH=` entry of `environ`.
 fn path_variable() -> &'static [u8] {
-    // SAFETY: getenv returns NULL or a pointer into the environment.
-    let p = unsafe { libc::getenv(c"PATH".as_ptr().cast()) };
-    // SAFETY: NULL or a valid C string.
-    let v = unsafe { c_bytes(p) };
-    if p.is_null() {
-        DEFAULT_PATH
-    } else {
-        v
-    }
+    // SAFETY: `environ` is NULL or a NULL-terminated array of C strings (libc's contract).
+    let env = unsafe { CList::new(current_environ()) };
+    (0..env.len())
+        .filter_map(|i| env.get(i))
+        .find_map(|entry| entry.strip_prefix(b"PATH="))
+        // SAFETY: the entry lives in the environment, which outlives this exec attempt.
+        .map(|v| unsafe { core::slice::from_raw_parts(v.as_ptr(), v.len()) })
+        .unwrap_or(DEFAULT_PATH)
 }
 
 /// After `ENOEXEC`, glibc runs the file with `/bin/sh file args...`.

@@ -20,6 +20,5 @@ mod state;
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    // SAFETY: abort is always safe to call and never returns.
-    unsafe { libc::abort() }
+    execguard_os::raw::abort()
 }

@@ -5,10 +5,71 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#define HIDDEN __attribute__((visibility("hidden")))
+
 extern char **environ;
-int __execguard_execve(const char *path, char *const argv[], char *const envp[], int le);
-int __execguard_execvp(const char *file, char *const argv[]);
-long __execguard_syscall(long nr, long a, long b, long c, long d, long e, long f);
+/* Hidden: called directly, never bound by the loader (the Rust side defines them). */
+HIDDEN int __execguard_execve(const char *path, char *const argv[], char *const envp[], int le);
+HIDDEN int __execguard_execvp(const char *file, char *const argv[]);
+HIDDEN long __execguard_syscall(long nr, long a, long b, long c, long d, long e, long f);
+
+/* The memory and string primitives the compilers emit calls to, defined here and hidden, so
+ * that loading the library binds no libc symbol for them: every process pays the loader for
+ * each symbol it binds, and most processes never exec. The guard's copies are short (paths,
+ * the first bytes of a file); `rep movsb`/`rep stosb` are what glibc itself uses for mid-size
+ * copies. Built with -fno-tree-loop-distribute-patterns so no loop below becomes a call to
+ * itself. */
+HIDDEN void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
+    void *ret = dst;
+#if defined(__x86_64__)
+    __asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+#else
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    while (n--)
+        *d++ = *s++;
+#endif
+    return ret;
+}
+
+HIDDEN void *memmove(void *dst, const void *src, size_t n) {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    if (d <= s || d >= s + n)
+        return memcpy(dst, src, n); /* a forward copy is correct for these */
+    while (n--)
+        d[n] = s[n];
+    return dst;
+}
+
+HIDDEN void *memset(void *dst, int c, size_t n) {
+    void *ret = dst;
+#if defined(__x86_64__)
+    __asm__ volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(c) : "memory");
+#else
+    unsigned char *d = dst;
+    while (n--)
+        *d++ = (unsigned char)c;
+#endif
+    return ret;
+}
+
+HIDDEN int memcmp(const void *a, const void *b, size_t n) {
+    const unsigned char *x = a, *y = b;
+    for (; n; n--, x++, y++)
+        if (*x != *y)
+            return *x - *y;
+    return 0;
+}
+
+HIDDEN int bcmp(const void *a, const void *b, size_t n) { return memcmp(a, b, n); }
+
+HIDDEN size_t strlen(const char *s) {
+    const char *p = s;
+    while (*p)
+        p++;
+    return (size_t)(p - s);
+}
 
 /* Counts the arguments after `first` up to the terminating NULL. */
 #define COUNT_ARGS(first, last, argc)                                        \

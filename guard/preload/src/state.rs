@@ -8,7 +8,7 @@
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU8, Ordering};
-use execguard_os::LibcSys;
+use execguard_os::{raw, LibcSys};
 use execguard_policy::path::{basename, PathBuf, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
 use execguard_policy::{Policy, Profile, Reason, RuntimeIds};
@@ -87,24 +87,20 @@ impl Loaded {
     fn try_load(&mut self) -> Result<(), Reason> {
         self.entry[..POLICY_PREFIX.len()].copy_from_slice(POLICY_PREFIX);
         let text_at = POLICY_PREFIX.len();
+        let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
         // SAFETY: SYSTEM_POLICY is NUL-terminated.
-        let fd = unsafe {
-            libc::open(
-                SYSTEM_POLICY.as_ptr().cast(),
-                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            )
-        };
-        if fd >= 0 {
-            self.source = Source::System;
-            let read = read_trusted(fd, &mut self.entry[text_at..text_at + MAX_POLICY_BYTES]);
-            // SAFETY: fd was opened above.
-            unsafe { libc::close(fd) };
-            self.text_len = read?;
-        } else if errno() == libc::ENOENT {
-            self.source = Source::Session;
-            self.read_initial_environment()?;
-        } else {
-            return Err(Reason::PolicyUntrusted);
+        match unsafe { raw::open(SYSTEM_POLICY.as_ptr().cast(), flags, 0) } {
+            Ok(fd) => {
+                self.source = Source::System;
+                let read = read_trusted(fd, &mut self.entry[text_at..text_at + MAX_POLICY_BYTES]);
+                raw::close(fd);
+                self.text_len = read?;
+            }
+            Err(libc::ENOENT) => {
+                self.source = Source::Session;
+                self.read_initial_environment()?;
+            }
+            Err(_) => return Err(Reason::PolicyUntrusted),
         }
         let policy = Policy::parse(self.text()).map_err(|_| Reason::PolicyInvalid)?;
         let mut profile = policy.profile();
@@ -124,16 +120,10 @@ impl Loaded {
     /// Host mode: the policy and the guard's own path come from the environment this process
     /// was started with (`/proc/self/environ`), which `setenv`/`putenv` cannot change.
     fn read_initial_environment(&mut self) -> Result<(), Reason> {
+        let flags = libc::O_RDONLY | libc::O_CLOEXEC;
         // SAFETY: literal, NUL-terminated.
-        let fd = unsafe {
-            libc::open(
-                c"/proc/self/environ".as_ptr().cast(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(Reason::ProcUnavailable);
-        }
+        let fd = unsafe { raw::open(c"/proc/self/environ".as_ptr(), flags, 0) }
+            .map_err(|_| Reason::ProcUnavailable)?;
         let mut preload = PathBuf::new();
         let mut scan = EnvScan {
             policy_len: None,
@@ -143,8 +133,7 @@ impl Loaded {
         let text_at = POLICY_PREFIX.len();
         let (policy_out, _) = self.entry[text_at..].split_at_mut(MAX_POLICY_BYTES);
         let result = scan.run(fd, policy_out, &mut preload);
-        // SAFETY: fd was opened above.
-        unsafe { libc::close(fd) };
+        raw::close(fd);
         result?;
         if scan.overflow {
             return Err(Reason::PolicyInvalid);
@@ -188,18 +177,13 @@ impl EnvScan {
         let (mut maybe_policy, mut maybe_preload) = (true, true);
         let mut copying: Option<(Field, usize)> = None;
         loop {
-            // SAFETY: reads into `chunk`, which is writable for its length.
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-            if n < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                return Err(Reason::ProcUnavailable);
-            }
-            if n == 0 {
-                break;
-            }
-            let mut rest = &chunk[..n as usize];
+            let n = match raw::read(fd, &mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(libc::EINTR) => continue,
+                Err(_) => return Err(Reason::ProcUnavailable),
+            };
+            let mut rest = &chunk[..n];
             while !rest.is_empty() {
                 let nul = rest.iter().position(|&c| c == 0);
                 let seg = &rest[..nul.unwrap_or(rest.len())];
@@ -258,19 +242,9 @@ impl EnvScan {
     }
 }
 
-fn errno() -> c_int {
-    // SAFETY: this thread's errno slot.
-    unsafe { *libc::__errno_location() }
-}
-
 /// Reads a whole file that must be root-owned, regular and writable by root alone.
 fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
-    // SAFETY: all-zero is a valid `stat`.
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    // SAFETY: `st` is writable.
-    if unsafe { libc::fstat(fd, &mut st) } < 0 {
-        return Err(Reason::PolicyUntrusted);
-    }
+    let st = raw::fstat(fd).map_err(|_| Reason::PolicyUntrusted)?;
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
         return Err(Reason::PolicyUntrusted);
     }
@@ -279,21 +253,16 @@ fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
         if len == out.len() {
             // One more byte would exceed the limit: refuse rather than cut the policy.
             let mut probe = [0u8; 1];
-            // SAFETY: one writable byte.
-            let n = unsafe { libc::read(fd, probe.as_mut_ptr().cast(), 1) };
-            return if n == 0 {
-                Ok(len)
-            } else {
-                Err(Reason::PolicyInvalid)
+            return match raw::read(fd, &mut probe) {
+                Ok(0) => Ok(len),
+                _ => Err(Reason::PolicyInvalid),
             };
         }
-        // SAFETY: the destination range lies inside `out`.
-        let n = unsafe { libc::read(fd, out[len..].as_mut_ptr().cast(), out.len() - len) };
-        match n {
-            0 => return Ok(len),
-            n if n > 0 => len += n as usize,
-            _ if errno() == libc::EINTR => {}
-            _ => return Err(Reason::PolicyInvalid),
+        match raw::read(fd, &mut out[len..]) {
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(libc::EINTR) => {}
+            Err(_) => return Err(Reason::PolicyInvalid),
         }
     }
 }
@@ -301,19 +270,16 @@ fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
 /// The profile from a root-owned runtime state file; `None` when the file does not exist.
 fn runtime_profile(path: &[u8]) -> Result<Option<Profile>, Reason> {
     let c = execguard_os::CPath::new(path).map_err(|_| Reason::PolicyInvalid)?;
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     // SAFETY: `c` is NUL-terminated.
-    let fd = unsafe { libc::open(c.ptr(), libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
-    if fd < 0 {
-        return if errno() == libc::ENOENT {
-            Ok(None)
-        } else {
-            Err(Reason::PolicyUntrusted)
-        };
-    }
+    let fd = match unsafe { raw::open(c.ptr(), flags, 0) } {
+        Ok(fd) => fd,
+        Err(libc::ENOENT) => return Ok(None),
+        Err(_) => return Err(Reason::PolicyUntrusted),
+    };
     let mut buf = [0u8; 32];
     let read = read_trusted(fd, &mut buf);
-    // SAFETY: fd was opened above.
-    unsafe { libc::close(fd) };
+    raw::close(fd);
     let n = read?;
     let name = buf[..n].strip_suffix(b"\n").unwrap_or(&buf[..n]);
     Profile::from_name(name)

@@ -1,0 +1,89 @@
+//! What loading the guard costs every process, most of which never exec: the loader binds
+//! each imported symbol, runs each initialiser, and zeroes a data page when `.bss` shares it
+//! (a copy-on-write fault). These assertions keep that cost at its minimum; the end-to-end
+//! benchmark measures it.
+
+mod support;
+
+use goblin::elf::dynamic::{DT_FINI, DT_FINI_ARRAY, DT_INIT, DT_INIT_ARRAY, DT_PREINIT_ARRAY};
+use goblin::elf::program_header::{PF_W, PT_GNU_RELRO, PT_LOAD};
+use goblin::elf::Elf;
+use std::collections::BTreeSet;
+
+fn guard_bytes() -> Vec<u8> {
+    std::fs::read(&support::tools().lib).unwrap()
+}
+
+#[test]
+fn binds_only_the_symbols_the_guard_cannot_do_without() {
+    let bytes = guard_bytes();
+    let elf = Elf::parse(&bytes).unwrap();
+    let mut imports = BTreeSet::new();
+    for reloc in elf.dynrelas.iter().chain(elf.pltrelocs.iter()) {
+        if reloc.r_sym == 0 {
+            continue;
+        }
+        let sym = elf.dynsyms.get(reloc.r_sym).unwrap();
+        imports.insert(elf.dynstrtab.get_at(sym.st_name).unwrap().to_string());
+    }
+    // errno must be libc's; `environ` is the caller's environment; dlsym finds the real
+    // posix_spawn, system, popen, dlopen and fork. Everything else is a raw system call or
+    // defined inside the library.
+    let allowed: BTreeSet<String> = ["__errno_location", "dlsym", "environ"]
+        .map(String::from)
+        .into();
+    assert!(
+        imports.is_subset(&allowed),
+        "the guard binds {:?} at load; only {:?} are allowed",
+        imports.difference(&allowed).collect::<Vec<_>>(),
+        allowed
+    );
+}
+
+#[test]
+fn runs_nothing_at_load_or_exit() {
+    let bytes = guard_bytes();
+    let elf = Elf::parse(&bytes).unwrap();
+    let dynamic = elf
+        .dynamic
+        .as_ref()
+        .expect("a shared object has a dynamic section");
+    for entry in &dynamic.dyns {
+        assert!(
+            ![
+                DT_INIT,
+                DT_FINI,
+                DT_INIT_ARRAY,
+                DT_FINI_ARRAY,
+                DT_PREINIT_ARRAY
+            ]
+            .contains(&entry.d_tag),
+            "the guard has an initialiser or finaliser (dynamic tag {:#x})",
+            entry.d_tag
+        );
+    }
+}
+
+#[test]
+fn leaves_no_data_page_for_the_loader_to_zero() {
+    let bytes = guard_bytes();
+    let elf = Elf::parse(&bytes).unwrap();
+    let relro: Vec<_> = elf
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == PT_GNU_RELRO)
+        .map(|p| p.p_vaddr)
+        .collect();
+    // The RELRO segment's padding is zeroed too, but on the page its relocations write anyway.
+    for seg in elf
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == PT_LOAD && p.p_flags & PF_W != 0 && !relro.contains(&p.p_vaddr))
+    {
+        assert_eq!(
+            seg.p_filesz, seg.p_memsz,
+            "the writable segment at {:#x} has a .bss: the loader zeroes its page in every process",
+            seg.p_vaddr
+        );
+    }
+}
