@@ -139,6 +139,13 @@ fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
     Ok(())
 }
 
+fn open_flags(mode: OpenMode) -> c_int {
+    match mode {
+        OpenMode::Read => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
+        OpenMode::PathOnly => libc::O_PATH | libc::O_CLOEXEC,
+    }
+}
+
 /// The real OS.
 pub struct LibcSys;
 
@@ -146,10 +153,7 @@ impl Sys for LibcSys {
     type Fd = c_int;
 
     fn open(&mut self, at: At<'_>, mode: OpenMode, follow: bool) -> Result<c_int, Errno> {
-        let mut flags = match mode {
-            OpenMode::Read => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
-            OpenMode::PathOnly => libc::O_PATH | libc::O_CLOEXEC,
-        };
+        let mut flags = open_flags(mode);
         if !follow {
             flags |= libc::O_NOFOLLOW;
         }
@@ -253,6 +257,66 @@ impl Sys for LibcSys {
         // SAFETY: `c` is NUL-terminated.
         let ok = unsafe { raw::executable(c.ptr()) };
         ok && self.stat(path).is_ok_and(|i| i.is_regular())
+    }
+
+    fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
+        // SAFETY: `c` is NUL-terminated; readlinkat writes at most `out.len()` bytes at `out`.
+        let ret = with_c_path(path, |c| unsafe {
+            raw::syscall6(
+                libc::SYS_readlinkat,
+                [
+                    libc::AT_FDCWD as c_long,
+                    c as c_long,
+                    out.as_mut_ptr() as c_long,
+                    out.len() as c_long,
+                    0,
+                    0,
+                ],
+            )
+        })?;
+        raw::result(ret).map(|n| n as usize)
+    }
+
+    fn cwd(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
+        let (buf, room) = out.spare();
+        // SAFETY: getcwd writes at most `room` bytes at `buf`, NUL included.
+        let ret = unsafe {
+            raw::syscall6(
+                libc::SYS_getcwd,
+                [buf as c_long, room as c_long, 0, 0, 0, 0],
+            )
+        };
+        // The kernel returns the length with the NUL.
+        let n = raw::result(ret)? as usize;
+        // SAFETY: the kernel wrote `n` bytes, the last of them the NUL; n <= room < PATH_MAX.
+        unsafe { out.set_len(n.saturating_sub(1)) };
+        Ok(())
+    }
+
+    fn open_exact(&mut self, path: &[u8], mode: OpenMode) -> Result<c_int, Errno> {
+        const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+        const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+        // struct open_how { flags, mode, resolve }
+        let how: [u64; 3] = [
+            open_flags(mode) as u64,
+            0,
+            RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        ];
+        // SAFETY: `c` is NUL-terminated and `how` is a readable open_how of the size passed.
+        let ret = with_c_path(path, |c| unsafe {
+            raw::syscall6(
+                libc::SYS_openat2,
+                [
+                    libc::AT_FDCWD as c_long,
+                    c as c_long,
+                    how.as_ptr() as c_long,
+                    core::mem::size_of_val(&how) as c_long,
+                    0,
+                    0,
+                ],
+            )
+        })?;
+        raw::result(ret).map(|fd| fd as c_int)
     }
 }
 

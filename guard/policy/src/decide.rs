@@ -13,6 +13,7 @@
 use crate::path::{basename, is_anonymous, is_loader_name, is_under, PathBuf};
 use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
+use crate::resolve;
 use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
 use crate::sys::{
     env_get, env_values, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC,
@@ -271,6 +272,19 @@ impl Hop {
 fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Result<(), Verdict> {
     hop.head_len = 0;
     hop.readable = true;
+    if let (At::Cwd(path), true) = (at, follow) {
+        if let Some((fd, info)) = resolve::open_resolved(sys, path, &mut hop.kpath) {
+            hop.info = info;
+            let head = if info.is_regular() {
+                sys.read_head(&fd, &mut hop.head)
+            } else {
+                Ok(0)
+            };
+            sys.close(fd);
+            hop.head_len = head.map_err(Verdict::Kernel)?;
+            return Ok(());
+        }
+    }
     let fd = match sys.open(at, OpenMode::Read, follow) {
         Ok(fd) => fd,
         Err(EACCES) => {

@@ -17,6 +17,7 @@ pub mod path;
 pub mod policy;
 pub mod profile;
 pub mod reason;
+pub mod resolve;
 pub mod shebang;
 pub mod sys;
 pub mod text;

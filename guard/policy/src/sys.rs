@@ -90,6 +90,14 @@ pub trait Sys {
     fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno>;
     /// Would a PATH search stop here (a regular file the caller may execute)?
     fn is_executable(&mut self, path: &[u8]) -> bool;
+    /// The text of the symlink at `path` (`readlink`) written to the start of `out`, and its
+    /// length; `EINVAL` when `path` is not a symlink.
+    fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno>;
+    /// The current directory (`getcwd`).
+    fn cwd(&mut self, out: &mut PathBuf) -> Result<(), Errno>;
+    /// Opens `path` only if none of its components is a symlink (`openat2` with
+    /// `RESOLVE_NO_SYMLINKS`), so the file opened is the one at exactly that name.
+    fn open_exact(&mut self, path: &[u8], mode: OpenMode) -> Result<Self::Fd, Errno>;
 }
 
 /// A list of C strings (`argv`, `envp`), without allocating.
