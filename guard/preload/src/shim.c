@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
@@ -16,20 +17,26 @@ HIDDEN long __execguard_syscall(long nr, long a, long b, long c, long d, long e,
 /* The memory and string primitives the compilers emit calls to, defined here and hidden, so
  * that loading the library binds no libc symbol for them: every process pays the loader for
  * each symbol it binds, and most processes never exec. The guard's copies are short (paths,
- * the first bytes of a file); `rep movsb`/`rep stosb` are what glibc itself uses for mid-size
- * copies. Built with -fno-tree-loop-distribute-patterns so no loop below becomes a call to
+ * the first bytes of a file) but its strings are scanned often (environment entries, of which
+ * the policy is one of the longest), so strlen and the comparisons go a word or a vector at a
+ * time. Built with -fno-tree-loop-distribute-patterns so no loop below becomes a call to
  * itself. */
+typedef uint64_t __attribute__((__may_alias__, __aligned__(1))) loose_u64;
+
 HIDDEN void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
-    void *ret = dst;
-#if defined(__x86_64__)
-    __asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
-#else
     unsigned char *d = dst;
     const unsigned char *s = src;
+#if defined(__x86_64__)
+    if (n >= 64) {
+        __asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+        return dst;
+    }
+#endif
+    for (; n >= 8; n -= 8, d += 8, s += 8)
+        *(loose_u64 *)d = *(const loose_u64 *)s;
     while (n--)
         *d++ = *s++;
-#endif
-    return ret;
+    return dst;
 }
 
 HIDDEN void *memmove(void *dst, const void *src, size_t n) {
@@ -43,19 +50,25 @@ HIDDEN void *memmove(void *dst, const void *src, size_t n) {
 }
 
 HIDDEN void *memset(void *dst, int c, size_t n) {
-    void *ret = dst;
-#if defined(__x86_64__)
-    __asm__ volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(c) : "memory");
-#else
     unsigned char *d = dst;
+#if defined(__x86_64__)
+    if (n >= 64) {
+        __asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+        return dst;
+    }
+#endif
+    uint64_t word = (unsigned char)c * 0x0101010101010101ull;
+    for (; n >= 8; n -= 8, d += 8)
+        *(loose_u64 *)d = word;
     while (n--)
         *d++ = (unsigned char)c;
-#endif
-    return ret;
+    return dst;
 }
 
 HIDDEN int memcmp(const void *a, const void *b, size_t n) {
     const unsigned char *x = a, *y = b;
+    for (; n >= 8 && *(const loose_u64 *)x == *(const loose_u64 *)y; n -= 8, x += 8, y += 8)
+        ;
     for (; n; n--, x++, y++)
         if (*x != *y)
             return *x - *y;
@@ -64,12 +77,33 @@ HIDDEN int memcmp(const void *a, const void *b, size_t n) {
 
 HIDDEN int bcmp(const void *a, const void *b, size_t n) { return memcmp(a, b, n); }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* Aligned 16-byte loads: a load never crosses a page boundary, so reading the bytes before
+ * `s` or after its NUL cannot fault. */
+HIDDEN size_t strlen(const char *s) {
+    uintptr_t skew = (uintptr_t)s & 15;
+    const __m128i *block = (const __m128i *)(s - skew);
+    const __m128i zero = _mm_setzero_si128();
+    unsigned nuls = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(block), zero));
+    nuls >>= skew;
+    if (nuls)
+        return (size_t)__builtin_ctz(nuls);
+    for (;;) {
+        block++;
+        nuls = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(block), zero));
+        if (nuls)
+            return (size_t)((const char *)block - s) + (size_t)__builtin_ctz(nuls);
+    }
+}
+#else
 HIDDEN size_t strlen(const char *s) {
     const char *p = s;
     while (*p)
         p++;
     return (size_t)(p - s);
 }
+#endif
 
 /* Counts the arguments after `first` up to the terminating NULL. */
 #define COUNT_ARGS(first, last, argc)                                        \
