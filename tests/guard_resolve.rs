@@ -4,7 +4,7 @@
 
 use execguard_os::LibcSys;
 use execguard_policy::path::PathBuf;
-use execguard_policy::resolve::{open_resolved, resolve};
+use execguard_policy::resolve::open_resolved;
 use execguard_policy::sys::Sys;
 use std::ffi::OsStr;
 use std::fs;
@@ -22,7 +22,8 @@ fn kernel_name(path: &Path) -> Option<Vec<u8>> {
 
 fn engine_name(path: &[u8]) -> Option<Vec<u8>> {
     let mut out = PathBuf::new();
-    resolve(&mut LibcSys, path, &mut out)?;
+    let (fd, _) = open_resolved(&mut LibcSys, path, &mut out)?;
+    LibcSys.close(fd);
     Some(out.as_bytes().to_vec())
 }
 

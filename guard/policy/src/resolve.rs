@@ -2,16 +2,17 @@
 //!
 //! Reading `/proc/self/fd/N` makes the kernel build procfs entries for the calling process;
 //! in a fresh `vfork` or `fork` child that is about to exec, that one call cost more than the
-//! whole rest of the decision (about 15 µs of the ~25 µs, measured on the shell-loop
-//! benchmark). So the engine first resolves the path itself, one `readlink` per component as
-//! the kernel's path walk does, opens the result with no symlink allowed anywhere in it, and
-//! checks that the kernel's own walk of the original path reaches the very same file. Any
+//! whole rest of the decision (about 15 µs, measured on the shell-loop benchmark). So the
+//! engine names the file itself: it opens the path with `openat2(RESOLVE_NO_SYMLINKS)`, which
+//! succeeds only when no component is a symlink, so the (absolute, normalised) path is the
+//! kernel's name. When a symlink is in the way, it walks the path as the kernel does, one
+//! `readlink` per component up to the symlink, splices in its text, and tries again; at the end
+//! it checks that the kernel's own walk of the original path reaches the very same file. Any
 //! doubt (a component missing or unreadable, a loop, a magic link, a long name, a race) gives
-//! `None`, and the caller asks `/proc` as before: the fast path can only agree with the slow
-//! one, never overrule it.
+//! `None`, and the caller asks `/proc` as before: this path can only agree with that one.
 
 use crate::path::PathBuf;
-use crate::sys::{FileInfo, OpenMode, Sys, EINVAL};
+use crate::sys::{FileInfo, OpenMode, Sys, EINVAL, ELOOP};
 
 /// The kernel's limit on symlinks followed in one path walk.
 const MAX_LINKS: usize = 40;
@@ -19,19 +20,20 @@ const MAX_LINKS: usize = 40;
 const PENDING_MAX: usize = 1024;
 
 /// Opens the file an exec of `path` (relative to the cwd, following symlinks) would start,
-/// writing its symlink-free absolute name into `name`. `None`: ask the kernel instead.
+/// writing its absolute, symlink-free name into `name`. `None`: ask the kernel instead.
 pub fn open_resolved<S: Sys>(
     sys: &mut S,
     path: &[u8],
     name: &mut PathBuf,
 ) -> Option<(S::Fd, FileInfo)> {
-    resolve(sys, path, name)?;
-    let fd = sys.open_exact(name.as_bytes(), OpenMode::Read).ok()?;
-    let same = match (sys.fstat(&fd), sys.stat(path)) {
-        (Ok(opened), Ok(walked)) if opened.same_file(&walked) => Some(opened),
+    let (fd, walked) = walk(sys, path, name)?;
+    let info = match sys.fstat(&fd) {
+        // A walk of our own (symlinks, or a cwd read separately) must end where the kernel's
+        // walk of the original path ends; opening the path as given needs no such check.
+        Ok(info) if !walked || sys.stat(path).is_ok_and(|k| k.same_file(&info)) => Some(info),
         _ => None,
     };
-    match same {
+    match info {
         Some(info) => Some((fd, info)),
         None => {
             sys.close(fd);
@@ -40,10 +42,9 @@ pub fn open_resolved<S: Sys>(
     }
 }
 
-/// Resolves `path` into `out` as an absolute name without symlinks, `.` or `..`, the way the
-/// kernel walks it: each symlink's text replaces the component, `..` goes to the parent of what
-/// has been resolved so far. `None` when that cannot be done exactly and cheaply.
-pub fn resolve<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<()> {
+/// Resolves `path` into `out` and opens it there with no symlink allowed. The flag says
+/// whether the name came from a walk of our own rather than from `path` itself.
+fn walk<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<(S::Fd, bool)> {
     // A trailing slash asks for a directory: never an exec target, leave it to the kernel.
     if path.is_empty() || path.len() > PENDING_MAX || path.ends_with(b"/") {
         return None;
@@ -54,7 +55,8 @@ pub fn resolve<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<()
     pending[start..].copy_from_slice(path);
 
     out.truncate(0);
-    if path[0] != b'/' {
+    let relative = path[0] != b'/';
+    if relative {
         sys.cwd(out).ok()?;
         if !out.as_bytes().starts_with(b"/") {
             return None; // "(unreachable)": the cwd is outside this process's root
@@ -64,18 +66,39 @@ pub fn resolve<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<()
         }
     }
     let mut links = 0;
+    // Whether to try opening what is left in one go: at first, and after each splice.
+    let mut try_whole = true;
+    // Whether any component was resolved here rather than by the kernel's open.
+    let mut stepped = false;
     loop {
         while start < PENDING_MAX && pending[start] == b'/' {
             start += 1;
         }
-        if start == PENDING_MAX {
-            break;
+        let rest = &pending[start..];
+        if rest.is_empty() || (try_whole && is_plain(rest)) {
+            let resolved = out.as_bytes().len();
+            if !rest.is_empty() {
+                out.push_bytes(b"/").ok()?;
+                out.push_bytes(rest).ok()?;
+            }
+            if out.as_bytes().is_empty() {
+                return None; // the root directory itself
+            }
+            match sys.open_exact(out.as_bytes(), OpenMode::Read) {
+                Ok(fd) => return Some((fd, relative || stepped)),
+                Err(ELOOP) if !rest.is_empty() => {
+                    out.truncate(resolved);
+                    try_whole = false;
+                }
+                Err(_) => return None,
+            }
         }
         let len = pending[start..]
             .iter()
             .position(|&c| c == b'/')
             .unwrap_or(PENDING_MAX - start);
         let (component, next) = (start..start + len, start + len);
+        stepped = true;
         match &pending[component.clone()] {
             b"." => {}
             b".." => {
@@ -86,11 +109,12 @@ pub fn resolve<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<()
                 let resolved = out.as_bytes().len();
                 out.push_bytes(b"/").ok()?;
                 out.push_bytes(&pending[component]).ok()?;
-                // The link text goes just before what is left, with a `/` between.
-                let room = next.checked_sub(1)?;
-                match sys.read_link(out.as_bytes(), &mut pending[..room]) {
+                // The link text takes the component's place, just before the `/` (if any)
+                // that starts what is left.
+                let end = next;
+                match sys.read_link(out.as_bytes(), &mut pending[..end]) {
                     Err(EINVAL) => {} // not a symlink: part of the result
-                    Ok(n) if n > 0 && n < room => {
+                    Ok(n) if n > 0 && n < end => {
                         links += 1;
                         if links > MAX_LINKS {
                             return None;
@@ -99,9 +123,9 @@ pub fn resolve<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<()
                         if pending[0] == b'/' {
                             out.truncate(0);
                         }
-                        pending.copy_within(..n, next - 1 - n);
-                        pending[next - 1] = b'/';
-                        start = next - 1 - n;
+                        pending.copy_within(..n, end - n);
+                        start = end - n;
+                        try_whole = true;
                         continue;
                     }
                     _ => return None,
@@ -110,8 +134,10 @@ pub fn resolve<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<()
         }
         start = next;
     }
-    if out.as_bytes().is_empty() {
-        return None; // the root directory itself
-    }
-    Some(())
+}
+
+/// A relative name the kernel walks exactly as written: no empty, `.` or `..` component.
+fn is_plain(rest: &[u8]) -> bool {
+    rest.split(|&c| c == b'/')
+        .all(|c| !c.is_empty() && c != b"." && c != b"..")
 }
