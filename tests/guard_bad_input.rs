@@ -386,3 +386,26 @@ fn ambiguous_env_lines_in_mutable_scripts_are_refused() {
     );
     f.probe(&p, ["execve", s(&path)]).assert_ran();
 }
+
+/// Where a directory above a mutable root folds names (casefolded ext4, vfat, SMB, 9p from
+/// Windows), `/x/WS/prog` can open `/x/ws/prog`; the guard cannot ask the filesystem, so a
+/// loose spelling of a mutable root counts as that root. Shown here on a case-sensitive
+/// filesystem, where `WS` is a different, non-mutable directory: refused all the same.
+#[test]
+fn loose_spellings_of_a_mutable_root_count_as_the_root() {
+    let f = Fixture::new("casefold");
+    let upper = f.base.join("WS");
+    std::fs::create_dir_all(&upper).unwrap();
+    let prog = upper.join("prog");
+    copy(&f.sys_argv, &prog);
+    let o = f.probe(&f.strict(), ["execve", s(&prog)]);
+    o.assert_denied("mutable_native");
+    o.assert_exec_failed(EACCES);
+    // The same program under a name that no filesystem folds to `ws` runs.
+    let other = f.base.join("wx");
+    std::fs::create_dir_all(&other).unwrap();
+    copy(&f.sys_argv, &other.join("prog"));
+    let o = f.probe(&f.strict(), ["execve", s(&other.join("prog"))]);
+    assert!(o.denials().is_empty(), "{o}");
+    o.assert_ran();
+}

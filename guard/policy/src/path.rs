@@ -114,6 +114,29 @@ pub fn is_under(path: &[u8], root: &[u8]) -> bool {
     path.starts_with(root) && (path.len() == root.len() || path[root.len()] == b'/')
 }
 
+/// Could `path` still lie in `root` on a filesystem that folds names? Byte comparison is not
+/// enough where a directory above the root matches names loosely (casefolded ext4, f2fs or
+/// tmpfs directories, vfat, exfat, NTFS, SMB, 9p from Windows): `/mnt/c/PROJ` may open
+/// `/mnt/c/Proj`. This says yes when each of the path's components, over the root's length,
+/// equals the root's or is a spelling such a filesystem might match to it: the same letters in
+/// another case, anything not ASCII (case folding and normalisation), a DOS short name (`~`),
+/// or a trailing dot or space (dropped by Windows). Without a way to ask the filesystem, such
+/// names count as inside the root: a refusal, never a bypass.
+pub fn may_be_under(path: &[u8], root: &[u8]) -> bool {
+    let mut parts = path.split(|&c| c == b'/');
+    root.split(|&c| c == b'/').all(|want| {
+        parts.next().is_some_and(|part| {
+            part == want
+                || part.eq_ignore_ascii_case(want)
+                || !part.is_ascii()
+                || !want.is_ascii()
+                || part.contains(&b'~')
+                || part.ends_with(b".")
+                || part.ends_with(b" ")
+        })
+    })
+}
+
 /// Does the kernel's name for an open file say it has no name on disk? memfds read
 /// `/memfd:NAME (deleted)`, unlinked and `O_TMPFILE` files end in ` (deleted)`, and anonymous
 /// inodes do not start with `/`.
@@ -162,6 +185,31 @@ pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loosely_spelled_roots() {
+        let root = b"/mnt/c/Users/me/proj";
+        for path in [
+            &b"/mnt/c/Users/me/proj/evil"[..],
+            b"/mnt/c/users/ME/PROJ/evil",
+            b"/mnt/c/USERS~1/me/proj",
+            b"/mnt/c/Users/me/proj./evil",
+            b"/mnt/c/Users/me/proj /evil",
+            b"/mnt/c/Users/m\xc3\xa9/proj/evil",
+        ] {
+            assert!(may_be_under(path, root), "{:?}", crate::text::Lossy(path));
+        }
+        for path in [
+            &b"/mnt/c/Users/me/prod/x"[..],
+            b"/mnt/c/Users/me",
+            b"/usr/bin/true",
+            b"/mnt/d/Users/me/proj/x",
+        ] {
+            assert!(!may_be_under(path, root), "{:?}", crate::text::Lossy(path));
+        }
+        // A root spelled with non-ASCII letters may be matched by plain ones (Kelvin sign).
+        assert!(may_be_under(b"/data/kit/x", "/data/\u{212a}it".as_bytes()));
+    }
 
     #[test]
     fn under() {

@@ -24,7 +24,7 @@
 //! repeated keys, escapes, other tables, too many entries, non-canonical paths. Every document
 //! this parser accepts means the same to a full TOML parser (a test checks it).
 
-use crate::path::{is_canonical_root, is_under};
+use crate::path::{is_canonical_root, is_under, may_be_under};
 use crate::text::Lossy;
 use crate::Profile;
 
@@ -539,10 +539,15 @@ impl<'a> Policy<'a> {
             )
     }
 
-    /// The mutable root that contains `canonical_path`, if any.
+    /// The mutable root that contains `canonical_path`, if any; on a filesystem that folds
+    /// names, a path that may be a loose spelling of one counts too ([`may_be_under`]).
     pub fn mutable_root_of(&self, canonical_path: &[u8]) -> Option<&'a [u8]> {
         self.mutable_roots()
             .find(|root| is_under(canonical_path, root))
+            .or_else(|| {
+                self.mutable_roots()
+                    .find(|root| may_be_under(canonical_path, root))
+            })
     }
 
     pub fn has_allow_list(&self) -> bool {
