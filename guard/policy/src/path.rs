@@ -126,13 +126,11 @@ pub fn may_be_under(path: &[u8], root: &[u8]) -> bool {
     let mut parts = path.split(|&c| c == b'/');
     root.split(|&c| c == b'/').all(|want| {
         parts.next().is_some_and(|part| {
-            part == want
-                || part.eq_ignore_ascii_case(want)
-                || !part.is_ascii()
+            // Equal lengths first: the common mismatch ends here, before any scan.
+            (part.len() == want.len() && part.eq_ignore_ascii_case(want))
+                || matches!(part.last(), Some(b'.' | b' '))
+                || part.iter().any(|&c| c == b'~' || !c.is_ascii())
                 || !want.is_ascii()
-                || part.contains(&b'~')
-                || part.ends_with(b".")
-                || part.ends_with(b" ")
         })
     })
 }
