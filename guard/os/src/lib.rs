@@ -139,6 +139,19 @@ fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
     Ok(())
 }
 
+/// System call `nr(AT_FDCWD, path, a, b)`, with `path` made a C string.
+///
+/// # Safety
+/// `a` and `b` must be valid arguments for system call `nr`.
+unsafe fn call_at_cwd(nr: c_long, path: &[u8], a: c_long, b: c_long) -> Result<c_long, Errno> {
+    let at = libc::AT_FDCWD as c_long;
+    // SAFETY: `c` is NUL-terminated and lives during the call; the caller vouches for a and b.
+    let ret = with_c_path(path, |c| unsafe {
+        raw::syscall6(nr, [at, c as c_long, a, b, 0, 0])
+    })?;
+    raw::result(ret)
+}
+
 fn open_flags(mode: OpenMode) -> c_int {
     match mode {
         OpenMode::Read => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
@@ -260,21 +273,9 @@ impl Sys for LibcSys {
     }
 
     fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
-        // SAFETY: `c` is NUL-terminated; readlinkat writes at most `out.len()` bytes at `out`.
-        let ret = with_c_path(path, |c| unsafe {
-            raw::syscall6(
-                libc::SYS_readlinkat,
-                [
-                    libc::AT_FDCWD as c_long,
-                    c as c_long,
-                    out.as_mut_ptr() as c_long,
-                    out.len() as c_long,
-                    0,
-                    0,
-                ],
-            )
-        })?;
-        raw::result(ret).map(|n| n as usize)
+        let (buf, room) = (out.as_mut_ptr() as c_long, out.len() as c_long);
+        // SAFETY: readlinkat writes at most `room` bytes at `buf`.
+        unsafe { call_at_cwd(libc::SYS_readlinkat, path, buf, room) }.map(|n| n as usize)
     }
 
     fn cwd(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
@@ -302,21 +303,10 @@ impl Sys for LibcSys {
             0,
             RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         ];
-        // SAFETY: `c` is NUL-terminated and `how` is a readable open_how of the size passed.
-        let ret = with_c_path(path, |c| unsafe {
-            raw::syscall6(
-                libc::SYS_openat2,
-                [
-                    libc::AT_FDCWD as c_long,
-                    c as c_long,
-                    how.as_ptr() as c_long,
-                    core::mem::size_of_val(&how) as c_long,
-                    0,
-                    0,
-                ],
-            )
-        })?;
-        raw::result(ret).map(|fd| fd as c_int)
+        let size = core::mem::size_of_val(&how) as c_long;
+        // SAFETY: `how` is a readable open_how of the size passed.
+        unsafe { call_at_cwd(libc::SYS_openat2, path, how.as_ptr() as c_long, size) }
+            .map(|fd| fd as c_int)
     }
 }
 
