@@ -111,10 +111,9 @@ fn walk<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<(S::Fd, b
                 out.push_bytes(&pending[component]).ok()?;
                 // The link text takes the component's place, just before the `/` (if any)
                 // that starts what is left.
-                let end = next;
-                match sys.read_link(out.as_bytes(), &mut pending[..end]) {
+                match sys.read_link(out.as_bytes(), &mut pending[..next]) {
                     Err(EINVAL) => {} // not a symlink: part of the result
-                    Ok(n) if n > 0 && n < end => {
+                    Ok(n) if n > 0 && n < next => {
                         links += 1;
                         if links > MAX_LINKS {
                             return None;
@@ -123,8 +122,8 @@ fn walk<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<(S::Fd, b
                         if pending[0] == b'/' {
                             out.truncate(0);
                         }
-                        pending.copy_within(..n, end - n);
-                        start = end - n;
+                        pending.copy_within(..n, next - n);
+                        start = next - n;
                         try_whole = true;
                         continue;
                     }
