@@ -409,3 +409,24 @@ fn loose_spellings_of_a_mutable_root_count_as_the_root() {
     assert!(o.denials().is_empty(), "{o}");
     o.assert_ran();
 }
+
+/// A mutable `#!/usr/bin/env CMD` script makes the guard search PATH for CMD (a protected
+/// runtime found there would be refused). A PATH entry too long for its buffers cannot be
+/// searched, so the script is refused (`path_too_long`) rather than let through unchecked.
+#[test]
+fn a_path_entry_too_long_to_search_refuses_an_env_script() {
+    let f = Fixture::new("pathlong");
+    let script = f.ws.join("long.sh");
+    f.write_exec(&script, b"#!/usr/bin/env sh\necho ran\n");
+    let long_dir = format!("/{}", "d".repeat(4100));
+    let o = run(f
+        .guarded(&f.strict(), &tools().probe)
+        .env("PATH", format!("{long_dir}:/usr/bin:/bin"))
+        .args(["execve", s(&script)]));
+    o.assert_denied("path_too_long");
+    o.assert_exec_failed(EACCES);
+    // With an ordinary PATH the same script runs.
+    let o = f.probe(&f.strict(), ["execve", s(&script)]);
+    assert!(o.denials().is_empty(), "{o}");
+    assert_eq!((o.code, o.stdout.as_str()), (Some(0), "ran\n"), "{o}");
+}
