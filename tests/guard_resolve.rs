@@ -5,7 +5,7 @@
 use execguard_os::LibcSys;
 use execguard_policy::path::PathBuf;
 use execguard_policy::resolve::open_resolved;
-use execguard_policy::sys::Sys;
+use execguard_policy::sys::{OpenMode, Sys};
 use std::ffi::OsStr;
 use std::fs;
 use std::os::fd::AsRawFd;
@@ -22,7 +22,7 @@ fn kernel_name(path: &Path) -> Option<Vec<u8>> {
 
 fn engine_name(path: &[u8]) -> Option<Vec<u8>> {
     let mut out = PathBuf::new();
-    let (fd, _) = open_resolved(&mut LibcSys, path, &mut out)?;
+    let (fd, _) = open_resolved(&mut LibcSys, path, OpenMode::Read, &mut out)?;
     LibcSys.close(fd);
     Some(out.as_bytes().to_vec())
 }
@@ -70,7 +70,7 @@ fn names_what_the_kernel_names() {
             "{case}"
         );
         let mut name = PathBuf::new();
-        let (fd, info) = open_resolved(&mut LibcSys, bytes, &mut name)
+        let (fd, info) = open_resolved(&mut LibcSys, bytes, OpenMode::Read, &mut name)
             .unwrap_or_else(|| panic!("{case}: open_resolved gave up"));
         LibcSys.close(fd);
         assert_eq!(name.as_bytes(), kernel.as_slice(), "{case}");
@@ -91,7 +91,13 @@ fn gives_up_where_the_kernel_must_answer() {
         let path = root.join(case);
         let mut name = PathBuf::new();
         assert!(
-            open_resolved(&mut LibcSys, path.as_os_str().as_bytes(), &mut name).is_none(),
+            open_resolved(
+                &mut LibcSys,
+                path.as_os_str().as_bytes(),
+                OpenMode::Read,
+                &mut name
+            )
+            .is_none(),
             "{case}: the engine must leave this to the kernel"
         );
     }
@@ -110,7 +116,7 @@ fn magic_links_are_left_to_proc() {
     fs::write(dir.join("payload (deleted)"), b"decoy").unwrap();
     let magic = format!("/proc/self/fd/{}", held.as_raw_fd());
     let mut name = PathBuf::new();
-    let opened = open_resolved(&mut LibcSys, magic.as_bytes(), &mut name);
+    let opened = open_resolved(&mut LibcSys, magic.as_bytes(), OpenMode::Read, &mut name);
     assert!(
         opened.is_none(),
         "a magic link was resolved as text: {name:?}"
@@ -182,7 +188,7 @@ mod random_trees {
             let path = root.join(join(&query));
             let bytes = path.as_os_str().as_bytes();
             let mut name = PathBuf::new();
-            if let Some((fd, _)) = open_resolved(&mut LibcSys, bytes, &mut name) {
+            if let Some((fd, _)) = open_resolved(&mut LibcSys, bytes, OpenMode::Read, &mut name) {
                 LibcSys.close(fd);
                 let kernel = kernel_name(&path);
                 prop_assert_eq!(Some(name.as_bytes().to_vec()), kernel, "{}", path.display());

@@ -273,7 +273,8 @@ fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Resu
     hop.head_len = 0;
     hop.readable = true;
     if let (At::Cwd(path), true) = (at, follow) {
-        if let Some((fd, info)) = resolve::open_resolved(sys, path, &mut hop.kpath) {
+        if let Some((fd, info)) = resolve::open_resolved(sys, path, OpenMode::Read, &mut hop.kpath)
+        {
             hop.info = info;
             let head = if info.is_regular() {
                 sys.read_head(&fd, &mut hop.head)
@@ -629,13 +630,34 @@ fn check_runtime_caller<S: Sys>(
 /// A file's identity and kernel name, without reading it.
 #[inline(never)]
 fn identify<S: Sys>(sys: &mut S, path: &[u8]) -> Option<(FileInfo, PathBuf)> {
-    let fd = sys.open(At::Cwd(path), OpenMode::PathOnly, true).ok()?;
     let mut kpath = PathBuf::new();
+    let info = name_file(sys, path, &mut kpath).ok()?;
+    Some((info, kpath))
+}
+
+/// Why [`name_file`] could not name a file.
+enum Unnamed {
+    /// The kernel would not open it.
+    Unopenable,
+    /// It opened, but `/proc` could not name it.
+    ProcGone,
+}
+
+/// Opens `path` (`O_PATH`, following symlinks) for its identity and, into `kpath`, its
+/// kernel name: by the engine's own walk when it can, else through `/proc`.
+fn name_file<S: Sys>(sys: &mut S, path: &[u8], kpath: &mut PathBuf) -> Result<FileInfo, Unnamed> {
+    if let Some((fd, info)) = resolve::open_resolved(sys, path, OpenMode::PathOnly, kpath) {
+        sys.close(fd);
+        return Ok(info);
+    }
+    let fd = sys
+        .open(At::Cwd(path), OpenMode::PathOnly, true)
+        .map_err(|_| Unnamed::Unopenable)?;
     let info = sys
         .fstat(&fd)
-        .and_then(|info| sys.fd_path(&fd, &mut kpath).map(|()| info));
+        .and_then(|info| sys.fd_path(&fd, kpath).map(|()| info));
     sys.close(fd);
-    info.ok().map(|info| (info, kpath))
+    info.map_err(|_| Unnamed::ProcGone)
 }
 
 /// Shared objects and library directories named by the new environment.
@@ -703,22 +725,18 @@ fn check_mutable_object<S: Sys>(
     reason: Reason,
 ) -> Result<(), Verdict> {
     let profile = ctx.policy.profile();
-    let fd = match sys.open(At::Cwd(entry), OpenMode::PathOnly, true) {
-        Ok(fd) => fd,
-        Err(_) => {
+    let mut kpath = PathBuf::new();
+    let info = match name_file(sys, entry, &mut kpath) {
+        Ok(info) => info,
+        Err(Unnamed::Unopenable) => {
             return match lexical_normal(entry) {
                 Some(p) if ctx.policy.mutable_root_of(p.as_bytes()).is_none() => Ok(()),
                 _ if profile.allows_mutable_native() => Ok(()),
                 _ => Err(deny(reason, entry)),
             };
         }
+        Err(Unnamed::ProcGone) => return Err(deny(Reason::ProcUnavailable, entry)),
     };
-    let mut kpath = PathBuf::new();
-    let seen = sys
-        .fstat(&fd)
-        .and_then(|info| sys.fd_path(&fd, &mut kpath).map(|()| info));
-    sys.close(fd);
-    let info = seen.map_err(|_| deny(Reason::ProcUnavailable, entry))?;
     let kp = kpath.as_bytes();
     let anonymous = is_anonymous(kp) || info.nlink == 0;
     if anonymous || ctx.policy.mutable_root_of(kp).is_some() {

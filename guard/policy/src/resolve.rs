@@ -24,9 +24,10 @@ const PENDING_MAX: usize = 1024;
 pub fn open_resolved<S: Sys>(
     sys: &mut S,
     path: &[u8],
+    mode: OpenMode,
     name: &mut PathBuf,
 ) -> Option<(S::Fd, FileInfo)> {
-    let (fd, walked) = walk(sys, path, name)?;
+    let (fd, walked) = walk(sys, path, mode, name)?;
     let info = match sys.fstat(&fd) {
         // A walk of our own (symlinks, or a cwd read separately) must end where the kernel's
         // walk of the original path ends; opening the path as given needs no such check.
@@ -44,7 +45,12 @@ pub fn open_resolved<S: Sys>(
 
 /// Resolves `path` into `out` and opens it there with no symlink allowed. The flag says
 /// whether the name came from a walk of our own rather than from `path` itself.
-fn walk<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<(S::Fd, bool)> {
+fn walk<S: Sys>(
+    sys: &mut S,
+    path: &[u8],
+    mode: OpenMode,
+    out: &mut PathBuf,
+) -> Option<(S::Fd, bool)> {
     // A trailing slash asks for a directory: never an exec target, leave it to the kernel.
     if path.is_empty() || path.len() > PENDING_MAX || path.ends_with(b"/") {
         return None;
@@ -84,7 +90,7 @@ fn walk<S: Sys>(sys: &mut S, path: &[u8], out: &mut PathBuf) -> Option<(S::Fd, b
             if out.as_bytes().is_empty() {
                 return None; // the root directory itself
             }
-            match sys.open_exact(out.as_bytes(), OpenMode::Read) {
+            match sys.open_exact(out.as_bytes(), mode) {
                 Ok(fd) => return Some((fd, relative || stepped)),
                 Err(ELOOP) if !rest.is_empty() => {
                     out.truncate(resolved);
