@@ -90,11 +90,30 @@ impl Index {
     };
 }
 
-/// A parsed, validated policy borrowing its text.
+/// A parsed, validated policy borrowing its text (and, from a cache, its index).
 #[derive(Clone, Debug)]
 pub struct Policy<'a> {
     text: &'a [u8],
-    index: Index,
+    index: IndexRef<'a>,
+}
+
+/// The index built by [`Policy::parse`], or one borrowed from a cache: the guard must not
+/// copy its 1.4 KiB on every exec.
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // boxing `Owned` needs an allocator; this crate has none
+enum IndexRef<'a> {
+    Owned(Index),
+    Borrowed(&'a Index),
+}
+
+impl core::ops::Deref for IndexRef<'_> {
+    type Target = Index;
+    fn deref(&self) -> &Index {
+        match self {
+            IndexRef::Owned(index) => index,
+            IndexRef::Borrowed(index) => index,
+        }
+    }
 }
 
 /// What is wrong with a policy, and on which line.
@@ -494,13 +513,20 @@ impl<'a> Policy<'a> {
         if seen & KEY_VERSION == 0 {
             return Err(at0(PolicyErrorKind::Missing("version")));
         }
-        Ok(Policy { text, index: idx })
+        Ok(Policy {
+            text,
+            index: IndexRef::Owned(idx),
+        })
     }
 
     /// Rebuilds a policy from a cached [`Index`] of the same text (no re-parse).
     /// An index from other text yields wrong values but never reads out of bounds.
-    pub fn from_parts(text: &'a [u8], index: Index) -> Self {
-        Policy { text, index }
+    /// A policy from the text and index of one parsed earlier (e.g. cached).
+    pub fn from_parts(text: &'a [u8], index: &'a Index) -> Self {
+        Policy {
+            text,
+            index: IndexRef::Borrowed(index),
+        }
     }
 
     pub fn index(&self) -> &Index {
@@ -590,7 +616,11 @@ impl<'a> Policy<'a> {
 
     /// The same policy with another profile (from trusted runtime state).
     pub fn with_profile(mut self, profile: Profile) -> Self {
-        self.index.profile = profile;
+        if self.index.profile != profile {
+            let mut index = Index::clone(&self.index);
+            index.profile = profile;
+            self.index = IndexRef::Owned(index);
+        }
         self
     }
 }
@@ -762,7 +792,7 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
     #[test]
     fn cached_index_round_trips() {
         let p = Policy::parse(FULL.as_bytes()).unwrap();
-        let q = Policy::from_parts(FULL.as_bytes(), p.index().clone());
+        let q = Policy::from_parts(FULL.as_bytes(), p.index());
         assert_eq!(
             q.runtimes().collect::<Vec<_>>(),
             p.runtimes().collect::<Vec<_>>()

@@ -63,9 +63,8 @@ impl Loaded {
     /// The policy with the profile in force, or the reason there is none.
     pub fn policy(&self) -> Result<Policy<'_>, Reason> {
         match (&self.error, &self.index) {
-            (None, Some(index)) => {
-                Ok(Policy::from_parts(self.text(), index.clone()).with_profile(self.profile))
-            }
+            // The index was stored with the profile in force already applied.
+            (None, Some(index)) => Ok(Policy::from_parts(self.text(), index)),
             (Some(reason), _) => Err(*reason),
             (None, None) => Err(Reason::InternalError),
         }
@@ -110,7 +109,7 @@ impl Loaded {
             }
         }
         let runtimes = RuntimeIds::resolve(&mut LibcSys, &policy);
-        let index = policy.index().clone();
+        let index = policy.with_profile(profile).index().clone();
         self.profile = profile;
         self.runtimes = runtimes;
         self.index = Some(index);
