@@ -234,8 +234,8 @@ pub unsafe fn executable(path: *const c_char) -> bool {
     // SAFETY: `path` is NUL-terminated per the contract.
     match unsafe { call(libc::SYS_faccessat2, a) } {
         Ok(_) => true,
-        // Kernels before 5.8 lack faccessat2; their faccessat checks the real ids, as glibc
-        // falls back to for an unprivileged caller.
+        // Kernels before 5.8 lack faccessat2. Their faccessat checks the real ids, which are
+        // the effective ones except in set-id programs (where glibc emulates the check).
         Err(libc::ENOSYS) => {
             // SAFETY: as above.
             unsafe { call(libc::SYS_faccessat, [at, a[1], a[2], 0, 0, 0]) }.is_ok()
@@ -245,7 +245,7 @@ pub unsafe fn executable(path: *const c_char) -> bool {
 }
 
 /// Ends the process with `SIGABRT` (as `abort()` does), without libc: default action,
-/// unblocked, raised; if the signal is somehow survived, `exit_group(134)`.
+/// unblocked, raised in this thread; if the signal is somehow survived, `exit_group(134)`.
 pub fn abort() -> ! {
     let sigabrt = libc::SIGABRT as c_long;
     // The kernel's sigaction with every field zero is SIG_DFL on every architecture.
@@ -268,7 +268,13 @@ pub fn abort() -> ! {
                 0,
             ],
         );
-        syscall6(libc::SYS_kill, [getpid() as c_long, sigabrt, 0, 0, 0, 0]);
+        // To this thread, as raise() does: kill() may deliver it to another thread while
+        // this one goes on to exit_group.
+        let tid = syscall6(libc::SYS_gettid, [0; 6]);
+        syscall6(
+            libc::SYS_tgkill,
+            [getpid() as c_long, tid, sigabrt, 0, 0, 0],
+        );
         loop {
             syscall6(libc::SYS_exit_group, [134, 0, 0, 0, 0, 0]);
         }

@@ -23,27 +23,33 @@ HIDDEN long __execguard_syscall(long nr, long a, long b, long c, long d, long e,
  * itself. */
 typedef uint64_t __attribute__((__may_alias__, __aligned__(1))) loose_u64;
 
-HIDDEN void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
-    unsigned char *d = dst;
-    const unsigned char *s = src;
+/* A forward copy, also correct for overlapping buffers with dst below src (hence no
+ * `restrict`: memmove relies on it). */
+static void copy_forward(unsigned char *d, const unsigned char *s, size_t n) {
 #if defined(__x86_64__)
     if (n >= 64) {
         __asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
-        return dst;
+        return;
     }
 #endif
     for (; n >= 8; n -= 8, d += 8, s += 8)
         *(loose_u64 *)d = *(const loose_u64 *)s;
     while (n--)
         *d++ = *s++;
+}
+
+HIDDEN void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
+    copy_forward(dst, src, n);
     return dst;
 }
 
 HIDDEN void *memmove(void *dst, const void *src, size_t n) {
     unsigned char *d = dst;
     const unsigned char *s = src;
-    if (d <= s || d >= s + n)
-        return memcpy(dst, src, n); /* a forward copy is correct for these */
+    if (d <= s || d >= s + n) {
+        copy_forward(d, s, n);
+        return dst;
+    }
     while (n--)
         d[n] = s[n];
     return dst;
