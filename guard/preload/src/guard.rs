@@ -74,6 +74,17 @@ pub struct Exec {
     pub launch: Option<(*const c_char, *const *const c_char)>,
 }
 
+impl Exec {
+    /// The program and argv to start: the launch if there is one, else the caller's own.
+    pub fn program_or(
+        &self,
+        path: *const c_char,
+        argv: *const *const c_char,
+    ) -> (*const c_char, *const *const c_char) {
+        self.launch.unwrap_or((path, argv))
+    }
+}
+
 /// Decides one exec. On allow, `run` gets the environment to pass (the caller's, or the
 /// rewritten one in host mode) and, under the seal, the interpreter launch; on refusal, `fail`
 /// gets the errno.

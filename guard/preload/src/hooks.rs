@@ -95,11 +95,9 @@ unsafe fn exec_path(
             envp,
             EnvRewrite::Allowed,
             // SAFETY: the kernel validates the pointers; execve returns only on failure.
-            |exec| match exec.launch {
-                None => fail_errno(-(raw::execve(path, argv, exec.env) as c_int)),
-                Some((program, new_argv)) => {
-                    fail_errno(-(raw::execve(program, new_argv, exec.env) as c_int))
-                }
+            |exec| {
+                let (program, argv) = exec.program_or(path, argv);
+                fail_errno(-(raw::execve(program, argv, exec.env) as c_int))
             },
             fail_errno,
         )
@@ -402,16 +400,9 @@ unsafe fn spawn(
             argv,
             envp,
             EnvRewrite::Allowed,
-            |exec| match exec.launch {
-                None => real(pid, path, actions, attr, argv.cast(), exec.env.cast()),
-                Some((program, new_argv)) => real(
-                    pid,
-                    program,
-                    actions,
-                    attr,
-                    new_argv.cast(),
-                    exec.env.cast(),
-                ),
+            |exec| {
+                let (program, argv) = exec.program_or(path, argv);
+                real(pid, program, actions, attr, argv.cast(), exec.env.cast())
             },
             |e| e,
         )
