@@ -111,13 +111,13 @@ HIDDEN size_t strlen(const char *s) {
 }
 #endif
 
-/* Counts the arguments after `first` up to the terminating NULL. */
-#define COUNT_ARGS(first, last, argc)                                        \
+/* Counts `arg` (the last named parameter) and the arguments after it up to their NULL. */
+#define COUNT_ARGS(arg, argc)                                                \
     do {                                                                     \
         va_list ap_;                                                         \
-        va_start(ap_, last);                                                 \
+        va_start(ap_, arg);                                                  \
         argc = 0;                                                            \
-        if ((first) != NULL) {                                               \
+        if ((arg) != NULL) {                                                 \
             for (argc = 1; va_arg(ap_, const char *) != NULL; argc++) {      \
                 if (argc == INT_MAX) {                                       \
                     va_end(ap_);                                             \
@@ -129,48 +129,36 @@ HIDDEN size_t strlen(const char *s) {
         va_end(ap_);                                                         \
     } while (0)
 
+/* Declares `argv` (on the stack) holding `arg` and the variadic arguments after it up to
+ * their NULL, and leaves `ap` open just past that NULL, where execle's environment follows
+ * (when arg was NULL, the NULL itself was `arg` and the environment is the next argument). */
+#define COLLECT_ARGV(arg, argv, ap)                                          \
+    ptrdiff_t argc_;                                                         \
+    COUNT_ARGS(arg, argc_);                                                  \
+    char *argv[argc_ + 1];                                                   \
+    va_list ap;                                                              \
+    va_start(ap, arg);                                                       \
+    argv[0] = (char *)(arg);                                                 \
+    for (ptrdiff_t i_ = 1; i_ <= argc_; i_++)                                \
+        argv[i_] = va_arg(ap, char *);                                       \
+    argv[argc_] = NULL
+
 int execl(const char *path, const char *arg, ...) {
-    ptrdiff_t argc;
-    COUNT_ARGS(arg, arg, argc);
-    char *argv[argc + 1];
-    va_list ap;
-    va_start(ap, arg);
-    argv[0] = (char *)arg;
-    for (ptrdiff_t i = 1; i <= argc; i++)
-        argv[i] = va_arg(ap, char *);
+    COLLECT_ARGV(arg, argv, ap);
     va_end(ap);
-    argv[argc] = NULL;
     return __execguard_execve(path, argv, environ, 0);
 }
 
 int execle(const char *path, const char *arg, ...) {
-    ptrdiff_t argc;
-    COUNT_ARGS(arg, arg, argc);
-    char *argv[argc + 1];
-    va_list ap;
-    va_start(ap, arg);
-    argv[0] = (char *)arg;
-    for (ptrdiff_t i = 1; i <= argc; i++)
-        argv[i] = va_arg(ap, char *);
-    argv[argc] = NULL;
-    /* After the NULL that ends the arguments comes the environment (when arg was NULL, the
-       NULL itself was `arg` and the environment is the next variadic argument). */
+    COLLECT_ARGV(arg, argv, ap);
     char **envp = va_arg(ap, char **);
     va_end(ap);
     return __execguard_execve(path, argv, envp, 1);
 }
 
 int execlp(const char *file, const char *arg, ...) {
-    ptrdiff_t argc;
-    COUNT_ARGS(arg, arg, argc);
-    char *argv[argc + 1];
-    va_list ap;
-    va_start(ap, arg);
-    argv[0] = (char *)arg;
-    for (ptrdiff_t i = 1; i <= argc; i++)
-        argv[i] = va_arg(ap, char *);
+    COLLECT_ARGV(arg, argv, ap);
     va_end(ap);
-    argv[argc] = NULL;
     return __execguard_execvp(file, argv);
 }
 
