@@ -5,6 +5,16 @@ use super::{identity, never, Arity, FlagRule, Spec, SubcommandRule, Verdict};
 /// Where Copilot writes its logs (inside the managed home).
 pub(crate) const LOG_DIR: &str = "/state/agent-home/.copilot/logs";
 
+/// Hardening flags every session passes; one list so the user can never pass them too.
+pub(crate) const HARDENING: &[&str] = &[
+    "--no-auto-update",
+    "--no-remote",
+    "--no-remote-export",
+    "--disable-builtin-mcps",
+    "--no-custom-instructions",
+    "--disallow-temp-dir",
+];
+
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
         FlagRule {
@@ -74,15 +84,12 @@ pub(crate) static SPEC: Spec = Spec {
             verdict: Verdict::Managed,
         },
         FlagRule {
-            names: &[
-                "--no-ask-user",
-                "--no-auto-update",
-                "--no-remote",
-                "--no-remote-export",
-                "--disable-builtin-mcps",
-                "--no-custom-instructions",
-                "--disallow-temp-dir",
-            ],
+            names: &["--no-ask-user"],
+            arity: Arity::None,
+            verdict: Verdict::Managed,
+        },
+        FlagRule {
+            names: HARDENING,
             arity: Arity::None,
             verdict: Verdict::Managed,
         },

@@ -390,16 +390,8 @@ pub fn managed_args(
                 ],
                 Autonomy::Prompt => &["--available-tools=view,create,edit,apply_patch,grep,glob"],
             });
-            out.extend(v(&[
-                "--no-auto-update",
-                "--no-remote",
-                "--no-remote-export",
-                "--disable-builtin-mcps",
-                "--no-custom-instructions",
-                "--disallow-temp-dir",
-                "--log-dir",
-                copilot::LOG_DIR,
-            ]));
+            out.extend(v(copilot::HARDENING));
+            out.extend(v(&["--log-dir", copilot::LOG_DIR]));
             out
         }
     }
