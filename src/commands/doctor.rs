@@ -298,7 +298,8 @@ fn seal_probe(roots: &[String], mounts: &[Mount]) -> Option<(String, bool)> {
             let envp: [*const libc::c_char; 1] = [std::ptr::null()];
             // SAFETY: valid NUL-terminated path and NULL-terminated arrays; on failure the
             // child exits with the errno.
-            let ret = unsafe { raw_execve(c.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+            let ret =
+                unsafe { execguard_os::raw::execve(c.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
             // SAFETY: _exit never returns and is async-signal-safe.
             unsafe { libc::_exit((-ret).clamp(1, 255) as i32) };
         }
@@ -310,44 +311,6 @@ fn seal_probe(roots: &[String], mounts: &[Mount]) -> Option<(String, bool)> {
         return Some((root.clone(), refused));
     }
     None
-}
-
-/// `execve` as a bare system call, bypassing libc (and so any preloaded guard).
-///
-/// # Safety
-/// Arguments must be valid for execve.
-#[cfg(target_arch = "x86_64")]
-unsafe fn raw_execve(
-    path: *const libc::c_char,
-    argv: *const *const libc::c_char,
-    envp: *const *const libc::c_char,
-) -> i64 {
-    let ret: i64;
-    // SAFETY: the x86_64 syscall ABI (rax number, rdi/rsi/rdx arguments; rcx, r11 clobbered).
-    unsafe {
-        std::arch::asm!("syscall", inlateout("rax") libc::SYS_execve => ret, in("rdi") path, in("rsi") argv,
-            in("rdx") envp, lateout("rcx") _, lateout("r11") _, options(nostack));
-    }
-    ret
-}
-
-/// `execve` as a bare system call, bypassing libc (and so any preloaded guard).
-///
-/// # Safety
-/// Arguments must be valid for execve.
-#[cfg(target_arch = "aarch64")]
-unsafe fn raw_execve(
-    path: *const libc::c_char,
-    argv: *const *const libc::c_char,
-    envp: *const *const libc::c_char,
-) -> i64 {
-    let ret: i64;
-    // SAFETY: the aarch64 syscall ABI (x8 number, x0-x2 arguments, result in x0).
-    unsafe {
-        std::arch::asm!("svc 0", in("x8") libc::SYS_execve, inlateout("x0") path => ret, in("x1") argv,
-            in("x2") envp, options(nostack));
-    }
-    ret
 }
 
 fn nix_access_w(path: &Path) -> bool {
