@@ -241,10 +241,6 @@ fn with_launch_argv<R>(
     Some(f(ptrs[0], ptrs.as_ptr()))
 }
 
-fn is_entry(e: &[u8], prefix: &[u8]) -> bool {
-    e.starts_with(prefix)
-}
-
 /// Host mode: every child gets the guard in `LD_PRELOAD` and the same inline policy, whatever
 /// environment the caller built. Image mode (`/etc/ld.so.preload`): the environment is used as is.
 fn with_child_env<R>(
@@ -311,7 +307,7 @@ fn rewrite_env<R>(
     let mut n = 0;
     for i in 0..envp.len() {
         let Some(e) = envp.get(i) else { break };
-        if is_entry(e, b"LD_PRELOAD=") || is_entry(e, POLICY_PREFIX) {
+        if e.starts_with(b"LD_PRELOAD=") || e.starts_with(POLICY_PREFIX) {
             continue;
         }
         if n == MAX_ENV {

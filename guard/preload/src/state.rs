@@ -37,7 +37,6 @@ pub struct Loaded {
     entry: [u8; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1],
     text_len: usize,
     index: Option<Index>,
-    pub profile: Profile,
     pub runtimes: RuntimeIds,
     self_lib: [u8; PATH_MAX],
     self_lib_len: usize,
@@ -50,7 +49,6 @@ impl Loaded {
         entry: [0; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1],
         text_len: 0,
         index: None,
-        profile: Profile::Strict,
         runtimes: RuntimeIds::NONE,
         self_lib: [0; PATH_MAX],
         self_lib_len: 0,
@@ -110,7 +108,6 @@ impl Loaded {
         }
         let runtimes = RuntimeIds::resolve(&mut LibcSys, &policy);
         let index = policy.with_profile(profile).index().clone();
-        self.profile = profile;
         self.runtimes = runtimes;
         self.index = Some(index);
         Ok(())
