@@ -117,19 +117,25 @@ fn user_arg() -> String {
     format!("{u}:{g}")
 }
 
+/// `execguard image run` of this image as the session user on `ws`, before the command.
+fn image_run(ws: &Workspace) -> Command {
+    let mut cmd = execguard();
+    cmd.args([
+        "image",
+        "run",
+        "--image",
+        image(),
+        "--user",
+        &user_arg(),
+        "--workspace",
+    ])
+    .arg(&ws.0);
+    cmd
+}
+
 /// `execguard image run --arbitrary-command -- bash -c SCRIPT`.
 fn sh(ws: &Workspace, script: &str) -> Output {
-    execguard()
-        .args([
-            "image",
-            "run",
-            "--image",
-            image(),
-            "--user",
-            &user_arg(),
-            "--workspace",
-        ])
-        .arg(&ws.0)
+    image_run(ws)
         .args(["--arbitrary-command", "--", "bash", "-c", script])
         .output()
         .unwrap()
@@ -137,21 +143,7 @@ fn sh(ws: &Workspace, script: &str) -> Output {
 
 /// A provider session: `execguard image run -- ARGS`.
 fn provider(ws: &Workspace, args: &[&str]) -> Output {
-    execguard()
-        .args([
-            "image",
-            "run",
-            "--image",
-            image(),
-            "--user",
-            &user_arg(),
-            "--workspace",
-        ])
-        .arg(&ws.0)
-        .arg("--")
-        .args(args)
-        .output()
-        .unwrap()
+    image_run(ws).arg("--").args(args).output().unwrap()
 }
 
 fn text(o: &Output) -> (String, String) {
