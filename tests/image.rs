@@ -414,20 +414,10 @@ fn the_provider_runs_through_its_wrapper_and_refused_flags_exit_2() {
 
 /// The docker arguments `execguard image run` would use, with the recorded seccomp profile.
 fn run_args(ws: &Workspace, seccomp: &Path) -> Vec<String> {
-    let out = execguard()
-        .args([
-            "image",
-            "run",
-            "--image",
-            image(),
-            "--user",
-            &user_arg(),
-            "--print-args",
-        ])
+    let out = image_run(ws)
+        .arg("--print-args")
         .arg("--seccomp")
         .arg(seccomp)
-        .arg("--workspace")
-        .arg(&ws.0)
         .args(["--arbitrary-command", "--", "true"])
         .output()
         .unwrap();
