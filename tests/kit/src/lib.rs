@@ -1,0 +1,259 @@
+//! Test-only helpers shared by every crate's tests (a dev-dependency: never in a shipped
+//! binary).
+//!
+//! The project's users are mostly not root, and every behaviour that depends on identity,
+//! ownership or `/proc` differs between the two. So tests run their scenarios as each
+//! [`Identity`] in [`identities`]: the current user, and, when that is root, a non-root user
+//! this kit creates (`useradd`) on first use.
+//!
+//! Skips are loud (one `SKIP:` line on stderr) and never happen under `CI=true`: there a
+//! missing prerequisite fails the test.
+
+use std::ffi::CString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The non-root account the tests use when they run as root.
+pub const TEST_USER: &str = "execguard-test";
+
+/// A user the tests can run commands as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+}
+
+/// Who a scenario runs as.
+#[derive(Clone, Copy, Debug)]
+pub enum Identity {
+    /// The user running the tests (root in CI).
+    Current,
+    /// A non-root user (created by this kit when the tests run as root).
+    User(&'static User),
+}
+
+impl Identity {
+    pub fn is_root(&self) -> bool {
+        match self {
+            Identity::Current => is_root(),
+            Identity::User(u) => u.uid == 0,
+        }
+    }
+
+    pub fn uid(&self) -> u32 {
+        match self {
+            // SAFETY: getuid has no preconditions and cannot fail.
+            Identity::Current => unsafe { libc::getuid() },
+            Identity::User(u) => u.uid,
+        }
+    }
+
+    pub fn gid(&self) -> u32 {
+        match self {
+            // SAFETY: getgid has no preconditions and cannot fail.
+            Identity::Current => unsafe { libc::getgid() },
+            Identity::User(u) => u.gid,
+        }
+    }
+
+    /// The home directory (`$HOME` of the tests for the current user).
+    pub fn home(&self) -> PathBuf {
+        match self {
+            Identity::Current => PathBuf::from(std::env::var_os("HOME").unwrap_or("/root".into())),
+            Identity::User(u) => u.home.clone(),
+        }
+    }
+
+    /// A short label for assertion messages.
+    pub fn label(&self) -> String {
+        match self {
+            Identity::Current if is_root() => "root".into(),
+            Identity::Current => format!("uid {}", self.uid()),
+            Identity::User(u) => format!("{} (uid {})", u.name, u.uid),
+        }
+    }
+
+    /// Makes `cmd` run as this identity: uid, gid, no supplementary groups, and `HOME`,
+    /// `USER`, `LOGNAME` of that user. The current identity leaves `cmd` as it is.
+    pub fn apply<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        if let Identity::User(u) = self {
+            // std drops the supplementary groups itself when root sets a uid.
+            cmd.uid(u.uid)
+                .gid(u.gid)
+                .env("HOME", &u.home)
+                .env("USER", &u.name)
+                .env("LOGNAME", &u.name);
+        }
+        cmd
+    }
+
+    /// Gives `path` (recursively) to this identity, so it can write there as its owner.
+    pub fn own(&self, path: &Path) {
+        if let Identity::User(u) = self {
+            chown_tree(path, u.uid, u.gid);
+        }
+    }
+}
+
+/// The identities every identity-dependent scenario runs as: the current user and, when the
+/// tests run as root, a non-root user. When the tests run as a non-root user, root cannot be
+/// tested: that is said once, loudly (and under `CI=true`, which runs as root, cannot happen).
+pub fn identities() -> Vec<Identity> {
+    let mut out = vec![Identity::Current];
+    if is_root() {
+        out.push(Identity::User(non_root_user()));
+    } else {
+        skip("the root half of identity-dependent tests (the tests are not running as root)");
+    }
+    out
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True under CI (`CI=true`), where nothing may be skipped.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| v == "true" || v == "1")
+}
+
+/// Says loudly that `what` is skipped; under CI a skip is a failure.
+pub fn skip(what: &str) {
+    assert!(!in_ci(), "CI=true: {what} must not be skipped");
+    eprintln!("SKIP: {what}");
+}
+
+/// Returns true when running as root; otherwise says loudly that `what` is skipped (a
+/// contributor without root), and under CI fails.
+pub fn require_root(what: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    skip(&format!("{what}: needs root"));
+    false
+}
+
+/// The non-root test user, created with `useradd` on first use (the tests must be root to
+/// call this; [`identities`] only does when they are).
+pub fn non_root_user() -> &'static User {
+    static USER: OnceLock<User> = OnceLock::new();
+    USER.get_or_init(|| {
+        assert!(is_root(), "creating the test user needs root");
+        if let Some(u) = lookup(TEST_USER) {
+            return u;
+        }
+        // Test binaries run in parallel: serialise account creation with a lock file, and
+        // look again once we hold it.
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open("/run/execguard-testkit.lock")
+            .expect("cannot open the test-user lock file");
+        // SAFETY: the fd is open for as long as `lock` lives; flock has no memory effects.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+        assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
+        if let Some(u) = lookup(TEST_USER) {
+            return u;
+        }
+        let status = Command::new("useradd")
+            .args([
+                "--create-home",
+                "--shell",
+                "/bin/sh",
+                "--user-group",
+                TEST_USER,
+            ])
+            .status()
+            .expect("cannot run useradd (Debian package passwd)");
+        assert!(status.success(), "useradd {TEST_USER} failed: {status}");
+        lookup(TEST_USER).expect("useradd succeeded but the user cannot be found")
+    })
+}
+
+/// Looks a user up in the password database.
+pub fn lookup(name: &str) -> Option<User> {
+    let c = CString::new(name).ok()?;
+    let mut pw: libc::passwd = unsafe_zeroed_passwd();
+    let mut buf = vec![0 as libc::c_char; 16384];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer refers to live, writable memory of the stated size, and `c` is
+    // NUL-terminated; getpwnam_r writes only into `pw` and `buf`.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            c.as_ptr(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_dir points at a NUL-terminated string inside `buf`.
+    let home = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
+    Some(User {
+        name: name.to_string(),
+        uid: pw.pw_uid,
+        gid: pw.pw_gid,
+        home: PathBuf::from(std::ffi::OsStr::new(
+            std::str::from_utf8(home.to_bytes()).ok()?,
+        )),
+    })
+}
+
+fn unsafe_zeroed_passwd() -> libc::passwd {
+    // SAFETY: passwd is a plain C struct of integers and pointers; all-zero is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+/// `chown -R uid:gid path` (symlinks themselves, never their targets).
+pub fn chown_tree(path: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+        .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&entry.path(), uid, gid);
+        }
+    }
+}
+
+/// A fresh directory owned by `who`, under a parent every user can traverse (`/tmp` is a
+/// mutable root, so scenarios that need a non-mutable place pass their own `parent`).
+pub fn dir_for(who: &Identity, parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    who.own(&dir);
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_non_root_identity_really_is_not_root() {
+        for who in identities() {
+            let mut cmd = Command::new("id");
+            cmd.arg("-u");
+            let out = who.apply(&mut cmd).output().unwrap();
+            assert!(out.status.success());
+            let uid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            assert_eq!(uid, who.uid(), "{}", who.label());
+            assert_eq!(uid == 0, who.is_root(), "{}", who.label());
+        }
+        if is_root() {
+            assert!(identities().iter().any(|w| !w.is_root()));
+        }
+    }
+}
