@@ -5,6 +5,7 @@
 //! profile = "strict"                       # strict | development | build | breakglass
 //! workspace = "/workspace"                 # mutable, like the built-in roots
 //! mutable_roots = ["/cache"]               # added to the built-in roots, never replacing them
+//! exec_dirs = ["/home/u/.cargo/bin"]       # inside the write set, executable, read-only to the session
 //! allow_commands = []                      # empty: no allow-list; else basenames or paths
 //! audit_log = "/state/execguard/audit.jsonl"
 //! audit_allow = false                      # also record allowed execs
@@ -67,6 +68,8 @@ pub struct Index {
     seal: bool,
     roots: [Span; MAX_ROOTS],
     n_roots: usize,
+    exec_dirs: [Span; MAX_ROOTS],
+    n_exec_dirs: usize,
     allowed: [Span; MAX_ALLOWED],
     n_allowed: usize,
     runtimes: [[Span; 3]; MAX_RUNTIMES],
@@ -83,6 +86,8 @@ impl Index {
         seal: false,
         roots: [Span { start: 0, len: 0 }; MAX_ROOTS],
         n_roots: 0,
+        exec_dirs: [Span { start: 0, len: 0 }; MAX_ROOTS],
+        n_exec_dirs: 0,
         allowed: [Span { start: 0, len: 0 }; MAX_ALLOWED],
         n_allowed: 0,
         runtimes: [[Span { start: 0, len: 0 }; 3]; MAX_RUNTIMES],
@@ -340,6 +345,7 @@ const KEY_NAME: u16 = 1 << 8;
 const KEY_PATH: u16 = 1 << 9;
 const KEY_WRAPPER: u16 = 1 << 10;
 const KEY_SEAL: u16 = 1 << 11;
+const KEY_EXEC_DIRS: u16 = 1 << 12;
 const RUNTIME_KEYS: u16 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
 
 fn is_command_name(s: &[u8]) -> bool {
@@ -407,6 +413,7 @@ impl<'a> Policy<'a> {
                 (false, b"audit_allow") => KEY_AUDIT_ALLOW,
                 (false, b"runtime_profile") => KEY_RUNTIME_PROFILE,
                 (false, b"seal") => KEY_SEAL,
+                (false, b"exec_dirs") => KEY_EXEC_DIRS,
                 (true, b"name") => KEY_NAME,
                 (true, b"path") => KEY_PATH,
                 (true, b"wrapper") => KEY_WRAPPER,
@@ -454,16 +461,20 @@ impl<'a> Policy<'a> {
                 }
                 KEY_AUDIT_ALLOW => idx.audit_allow = c.boolean()?,
                 KEY_SEAL => idx.seal = c.boolean()?,
-                KEY_ROOTS => {
-                    let (roots, n) = (&mut idx.roots, &mut idx.n_roots);
+                KEY_ROOTS | KEY_EXEC_DIRS => {
+                    let (roots, n, key) = if bit == KEY_ROOTS {
+                        (&mut idx.roots, &mut idx.n_roots, "mutable_roots")
+                    } else {
+                        (&mut idx.exec_dirs, &mut idx.n_exec_dirs, "exec_dirs")
+                    };
                     c.array(|c, v| {
                         if !is_canonical_root(s(v)) {
                             return Err(c.err(PolicyErrorKind::BadValue(
-                                "mutable root must be an absolute canonical path other than /",
+                                "mutable root or exec dir must be an absolute canonical path other than /",
                             )));
                         }
                         if *n == MAX_ROOTS {
-                            return Err(c.err(PolicyErrorKind::TooMany("mutable_roots")));
+                            return Err(c.err(PolicyErrorKind::TooMany(key)));
                         }
                         roots[*n] = v;
                         *n += 1;
@@ -565,9 +576,22 @@ impl<'a> Policy<'a> {
             )
     }
 
-    /// The mutable root that contains `canonical_path`, if any; on a filesystem that folds
-    /// names, a path that may be a loose spelling of one counts too ([`may_be_under`]).
+    /// Directories inside the write set that stay on the execute side: the session runs
+    /// programs from them and the seal makes them read-only (docs/write-set.md).
+    pub fn exec_dirs(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        self.index.exec_dirs[..self.index.n_exec_dirs]
+            .iter()
+            .map(|&s| self.get(s))
+    }
+
+    /// The mutable root that contains `canonical_path`, if any, unless an exec dir (the
+    /// execute side inside the write set) contains it; on a filesystem that folds names, a
+    /// path that may be a loose spelling of a root counts too ([`may_be_under`]), and only an
+    /// exact exec-dir match takes it out.
     pub fn mutable_root_of(&self, canonical_path: &[u8]) -> Option<&'a [u8]> {
+        if self.exec_dirs().any(|dir| is_under(canonical_path, dir)) {
+            return None;
+        }
         self.mutable_roots()
             .find(|root| is_under(canonical_path, root))
             .or_else(|| {
@@ -666,6 +690,28 @@ name = "node"
 path = "/usr/libexec/execguard/real/node"
 wrapper = "/usr/libexec/execguard/bin/execguard-node"
 "#;
+
+    #[test]
+    fn exec_dirs_are_the_execute_side_inside_the_write_set() {
+        let p = Policy::parse(
+            b"version = 1\nworkspace = \"/w\"\nmutable_roots = [\"/home/u\"]\nexec_dirs = [\"/home/u/.cargo/bin\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p.exec_dirs().collect::<Vec<_>>(),
+            [&b"/home/u/.cargo/bin"[..]]
+        );
+        assert_eq!(p.mutable_root_of(b"/home/u/x"), Some(&b"/home/u"[..]));
+        assert_eq!(p.mutable_root_of(b"/home/u/.cargo/bin/cargo"), None);
+        assert_eq!(p.mutable_root_of(b"/home/u/.cargo/bin"), None);
+        assert_eq!(
+            p.mutable_root_of(b"/home/u/.cargo/binx"),
+            Some(&b"/home/u"[..])
+        );
+        assert_eq!(p.mutable_root_of(b"/w/.cargo/bin/x"), Some(&b"/w"[..]));
+        assert!(Policy::parse(b"version = 1\nexec_dirs = [\"rel\"]\n").is_err());
+        assert!(Policy::parse(b"version = 1\nexec_dirs = []\nexec_dirs = []\n").is_err());
+    }
 
     #[test]
     fn full_policy() {
