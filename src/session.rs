@@ -302,6 +302,10 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
         &execguard_seal::Options {
             memfd_noexec: policy.profile() == Profile::Strict,
             mounts: execguard_seal::MountsMode::BestEffort,
+            reduced: match policy.profile() {
+                Profile::Strict => None,
+                p => Some(p.as_str()),
+            },
         },
     )
 }

@@ -347,6 +347,7 @@ fn prepare(
             &execguard_seal::Options {
                 memfd_noexec: true,
                 mounts: execguard_seal::MountsMode::Off,
+                reduced: None,
             },
         )
         .map_err(|e| Refusal::new(e.code(), e.to_string()))?;

@@ -246,6 +246,9 @@ pub struct Options {
     /// namespace. `Required`: refuse to start without it; `BestEffort`: say it once and
     /// report the reduction.
     pub mounts: MountsMode,
+    /// The caller's reason this session is reduced (the profile that grants the workspace
+    /// both rights and allows executable memfds: `development`, `build`), reported first.
+    pub reduced: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,13 +279,19 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let landlock = landlock_rules(partition, abi, namespace.is_some())?;
     let seccomp = seccomp::install(options.memfd_noexec)?;
     let mounts = mounts::report(partition);
-    if !partition.both.is_empty() {
-        reductions.insert(0, "workspace_writable_and_executable".to_string());
+    if let Some(why) = options.reduced {
+        reductions.insert(0, why.to_string());
+    } else {
+        if !partition.both.is_empty() {
+            reductions.insert(0, "workspace_writable_and_executable".to_string());
+        }
+        if !options.memfd_noexec {
+            reductions.push("memfd_exec_allowed".to_string());
+        }
     }
-    if !options.memfd_noexec {
-        reductions.push("memfd_exec_allowed".to_string());
-    }
-    if namespace.is_some() && mounts.iter().any(|m| !m.noexec) {
+    // A reduced profile's workspace keeps exec on purpose: every other mount must be noexec.
+    let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
+    if namespace.is_some() && mounts.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push("write_set_not_all_noexec".to_string());
     }
     Ok(Enforcement {
