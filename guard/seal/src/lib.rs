@@ -351,6 +351,16 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             .filter(|e| e.starts_with(root))
             .cloned()
             .collect();
+        if root == Path::new("/dev") {
+            // Device files are written, never made or removed by a session (/dev/shm, its own
+            // root, keeps every right).
+            out.push(Grant {
+                path: root.clone(),
+                access: write & file_rights,
+                side: "write",
+            });
+            continue;
+        }
         if inner.is_empty() || mounts_protect_exec_dirs {
             out.push(Grant {
                 path: root.clone(),
@@ -611,7 +621,10 @@ mod tests {
                     "write" => {
                         assert!(in_w, "{}", g.path.display());
                         assert!(!g.access.contains(AccessFs::Execute));
-                        if g.path.is_dir() {
+                        if g.path == Path::new("/dev") {
+                            assert!(!g.access.contains(AccessFs::MakeReg));
+                            assert!(g.access.contains(AccessFs::WriteFile));
+                        } else if g.path.is_dir() {
                             assert!(g.access.contains(AccessFs::Refer));
                         }
                     }
