@@ -285,8 +285,11 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
-    let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
-        .with_exec_dirs(policy.exec_dirs().map(path));
+    // The audit log is written by the guard in every process: it joins the write set (as a
+    // file), so it is never also executable.
+    let p =
+        execguard_seal::Partition::new(policy.mutable_roots().chain(policy.audit_log()).map(path))
+            .with_exec_dirs(policy.exec_dirs().map(path));
     match policy.profile() {
         Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
         _ => p,
@@ -297,6 +300,19 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
 /// kernel allows them (otherwise said once, and reported reduced), the Landlock partition and
 /// the seccomp filter (executable memfds refused in strict sessions).
 pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
+    // A path that does not exist gets no rule: make the audit log now, so it can be written.
+    if let Some(log) = policy.audit_log() {
+        use std::os::unix::ffi::OsStrExt;
+        let log = Path::new(std::ffi::OsStr::from_bytes(log));
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| execguard_seal::SealError::Apply {
+                step: "create the audit log",
+                detail: format!("{}: {e}", log.display()),
+            })?;
+    }
     execguard_seal::seal(
         &partition(policy),
         &execguard_seal::Options {

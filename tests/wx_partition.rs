@@ -231,6 +231,8 @@ fn ordinary_file_work_is_not_broken() {
             mkdir a b && echo x > a/f && mv a/f b/f && ln b/f a/hard && ln -s ../b/f a/sym && echo MV_LN_OK\n\
             tar cf t.tar a b && mkdir u && tar xf t.tar -C u && test -e u/a/hard && echo TAR_OK\n\
             git init -q r && cd r && echo a > f && git add f\n\
+            printf '#!/bin/sh\\necho HOOK_RAN\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit\n\
+            test -x .git/hooks/pre-commit && echo TEST_X_OK\n\
             git -c user.email=a@b -c user.name=n commit -qm one\n\
             mkdir sub && git mv f sub/f && git -c user.email=a@b -c user.name=n commit -qm two\n\
             git init -q --bare ../bare.git && git push -q ../bare.git HEAD:main && echo GIT_OK\n\
@@ -239,10 +241,19 @@ fn ordinary_file_work_is_not_broken() {
             /usr/bin/python3 -m venv --without-pip v && ./v/bin/python -c \"print('VENV_OK')\"\n\
             printf 'all:\\n\\t@echo MAKE_OK\\n' > Makefile && make -s\n";
         let out = w.session(&[], script);
-        let stdout = text(&out.stdout);
+        // git gives a hook's output to stderr.
+        let stdout = text(&out.stdout) + &text(&out.stderr);
         let label = who.label();
         for must in [
-            "MV_LN_OK", "TAR_OK", "GIT_OK", "NODE_OK", "PY_OK", "VENV_OK", "MAKE_OK",
+            "MV_LN_OK",
+            "TAR_OK",
+            "TEST_X_OK",
+            "HOOK_RAN",
+            "GIT_OK",
+            "NODE_OK",
+            "PY_OK",
+            "VENV_OK",
+            "MAKE_OK",
         ] {
             assert!(
                 stdout.contains(must),

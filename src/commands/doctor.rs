@@ -69,7 +69,9 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
     if seccomp_filters == 0 {
         reductions.push("no_seccomp".into());
     }
-    if report.iter().any(|m| !m.noexec) {
+    // A reduced profile's workspace keeps exec on purpose (its profile is the reduction).
+    let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
+    if report.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push("write_set_not_all_noexec".into());
     }
     Observed {

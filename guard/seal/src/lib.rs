@@ -351,9 +351,9 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             .filter(|e| e.starts_with(root))
             .cloned()
             .collect();
-        if root == Path::new("/dev") {
+        if root == Path::new("/dev") || root.is_file() {
             // Device files are written, never made or removed by a session (/dev/shm, its own
-            // root, keeps every right).
+            // root, keeps every right); a file root (the audit log) takes only file rights.
             out.push(Grant {
                 path: root.clone(),
                 access: write & file_rights,

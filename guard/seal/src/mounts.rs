@@ -203,7 +203,12 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
 
     let exists = |p: &&PathBuf| p.is_dir();
-    let mut roots: Vec<&PathBuf> = partition.write_set.iter().filter(exists).collect();
+    // A file root (the audit log) is bind-mounted as a file.
+    let mut roots: Vec<&PathBuf> = partition
+        .write_set
+        .iter()
+        .filter(|p| p.is_dir() || p.is_file())
+        .collect();
     roots.sort_by_key(|p| p.as_os_str().len());
     let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(exists).collect();
     // The exec dirs keep the flags of the mount they are on now (locked ones included).
