@@ -49,6 +49,8 @@ pub enum Reason {
     AuditUnwritable,
     /// The guard could not finish its checks.
     InternalError,
+    /// An x32-ABI exec system call (argv of 32-bit pointers), which the guard does not decode.
+    SyscallX32,
     /// Informational: breakglass profile allowed it (audited).
     Breakglass,
     /// Informational: every check passed.
@@ -57,7 +59,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 24] = [
+    pub const ALL: [Reason; 25] = [
         Self::MutableNative,
         Self::AnonymousNative,
         Self::PreloadMutable,
@@ -80,6 +82,7 @@ impl Reason {
         Self::ProcUnavailable,
         Self::AuditUnwritable,
         Self::InternalError,
+        Self::SyscallX32,
         Self::Breakglass,
         Self::Allowed,
     ];
@@ -109,6 +112,7 @@ impl Reason {
             Self::ProcUnavailable => "proc_unavailable",
             Self::AuditUnwritable => "audit_unwritable",
             Self::InternalError => "internal_error",
+            Self::SyscallX32 => "syscall_x32",
             Self::Breakglass => "breakglass",
             Self::Allowed => "allowed",
         }
@@ -139,6 +143,7 @@ impl Reason {
             Self::ProcUnavailable => "/proc is unavailable, so the opened file cannot be identified",
             Self::AuditUnwritable => "the audit log could not be written",
             Self::InternalError => "the guard could not finish its checks",
+            Self::SyscallX32 => "an x32-ABI exec system call, whose 32-bit argv the guard does not decode",
             Self::Breakglass => "breakglass profile: allowed and audited",
             Self::Allowed => "every check passed",
         }

@@ -29,7 +29,9 @@ pub enum Entry {
     Syscall,
     System,
     Popen,
+    Wordexp,
     Dlopen,
+    Dlmopen,
 }
 
 impl Entry {
@@ -49,7 +51,9 @@ impl Entry {
             Entry::Syscall => "syscall",
             Entry::System => "system",
             Entry::Popen => "popen",
+            Entry::Wordexp => "wordexp",
             Entry::Dlopen => "dlopen",
+            Entry::Dlmopen => "dlmopen",
         }
     }
 }
@@ -326,6 +330,16 @@ fn rewrite_env<R>(
     f(Ok(list))
 }
 
+/// Refuses a call the engine cannot decide (the policy's audit log still gets the record).
+#[inline(never)]
+#[cold]
+pub fn refuse(entry: Entry, reason: Reason, target: &[u8]) {
+    state::with(|loaded| {
+        let policy = loaded.policy().ok();
+        report(policy.as_ref(), entry, false, reason, b"", target);
+    })
+}
+
 #[inline(never)]
 #[cold]
 /// Writes the refusal line (for denials) and the audit record. Returns false when a record
@@ -402,7 +416,7 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
 
 /// The dlopen check: `None` to let the call through, or the path the failing call is made with
 /// (`/proc/execguard/denied/<reason>`, which cannot exist).
-pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
+pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
     state::with(|loaded| {
         let verdict = match loaded.policy() {
             Ok(policy) => {
@@ -420,7 +434,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 {
                     report(
                         Some(&policy),
-                        Entry::Dlopen,
+                        entry,
                         false,
                         reason,
                         decided.as_bytes(),
@@ -430,7 +444,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 v
             }
             Err(reason) => {
-                report(None, Entry::Dlopen, false, reason, path, path);
+                report(None, entry, false, reason, path, path);
                 Verdict::Deny {
                     reason,
                     errno: EACCES,
