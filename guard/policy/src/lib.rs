@@ -13,6 +13,7 @@
 
 pub mod audit;
 pub mod decide;
+pub mod env;
 pub mod path;
 pub mod policy;
 pub mod profile;

@@ -11,7 +11,8 @@ pub enum Reason {
     AnonymousNative,
     /// `LD_PRELOAD`, `LD_AUDIT` or the loader's `--preload`/`--audit` names a mutable shared object.
     PreloadMutable,
-    /// `LD_LIBRARY_PATH` or the loader's `--library-path` names a mutable directory.
+    /// `LD_LIBRARY_PATH`, `GCONV_PATH`, `LD_ORIGIN_PATH` or the loader's `--library-path`
+    /// names a mutable directory.
     LibraryPathMutable,
     /// A protected runtime was started by a process that is not its wrapper.
     ProtectedRuntimeDirect,
@@ -124,7 +125,7 @@ impl Reason {
             Self::MutableNative => "an ELF file from a mutable root would be mapped as code",
             Self::AnonymousNative => "an ELF file with no name on disk (memfd, O_TMPFILE, deleted) would be mapped as code",
             Self::PreloadMutable => "LD_PRELOAD, LD_AUDIT or the loader's --preload/--audit names a mutable shared object",
-            Self::LibraryPathMutable => "LD_LIBRARY_PATH or the loader's --library-path names a mutable directory",
+            Self::LibraryPathMutable => "LD_LIBRARY_PATH, GCONV_PATH, LD_ORIGIN_PATH or the loader's --library-path names a mutable directory",
             Self::ProtectedRuntimeDirect => "a protected runtime may only be started by its wrapper",
             Self::ProtectedRuntimeScript => "a mutable script selects a protected runtime in its #! line",
             Self::CommandNotAllowed => "the policy's allow-list does not name this command",
