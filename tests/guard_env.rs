@@ -140,3 +140,31 @@ fn data_variables_naming_the_workspace_keep_working() {
         o.assert_ran();
     }
 }
+
+#[test]
+fn gconv_path_set_by_the_process_itself_is_checked_by_iconv_open() {
+    for who in identities() {
+        let f = Fixture::new("env-iconv-open");
+        f.for_identity(&who);
+        let (ws_gconv, sys_gconv) = (f.ws.join("gconv"), f.sys.join("gconv"));
+        gconv_dir(&ws_gconv);
+        gconv_dir(&sys_gconv);
+        let mut cmd = f.guarded(&f.strict(), &tools().around);
+        cmd.arg("iconv-setenv").arg(&ws_gconv);
+        let o = run(who.apply(&mut cmd));
+        assert!(
+            o.has_denial("library_path_mutable") && !o.stderr.contains("EVIL_SO_LOADED"),
+            "{}: iconv_open loaded from the workspace\n{o}",
+            who.label()
+        );
+        assert_eq!(o.report().map(|r| r.errno), Some(EACCES), "{o}");
+        let mut cmd = f.guarded(&f.strict(), &tools().around);
+        cmd.arg("iconv-setenv").arg(&sys_gconv);
+        let o = run(who.apply(&mut cmd));
+        assert!(
+            o.stderr.contains("EVIL_SO_LOADED") && o.denials().is_empty(),
+            "{}: a system gconv directory was refused\n{o}",
+            who.label()
+        );
+    }
+}

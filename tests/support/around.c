@@ -23,6 +23,8 @@
  *   syscall-execve-hi                          syscall(SYS_execve + (1 << 32), ...)
  *   syscall-execveat-hi                        syscall(SYS_execveat + (1 << 32), AT_FDCWD, ...)
  *   dlsym-dlopen dlvsym-dlopen dlmopen         map TARGET as a shared object
+ *   iconv-setenv                               setenv("GCONV_PATH", TARGET), then
+ *                                              iconv_open("UTF-8", "EVIL"); ret=0 if it opened
  *   memfd-syscall memfd-syscall-hi             memfd_create through syscall(): reports
  *                                              ret=1 when the memfd carries F_SEAL_EXEC
  */
@@ -30,6 +32,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <iconv.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +208,11 @@ int main(int argc, char **argv) {
         return 0;
     } else if (!strcmp(way, "dlmopen")) {
         mapped(dlmopen(LM_ID_NEWLM, target, RTLD_NOW));
+        return 0;
+    } else if (!strcmp(way, "iconv-setenv")) {
+        setenv("GCONV_PATH", target, 1);
+        iconv_t cd = iconv_open("UTF-8", "EVIL");
+        report(cd == (iconv_t)-1 ? -1 : 0, cd == (iconv_t)-1 ? errno : 0);
         return 0;
     } else if (!strcmp(way, "memfd-syscall")) {
         memfd_seals(SYS_memfd_create);

@@ -701,6 +701,18 @@ pub fn decide_object<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, path: &[u8]) ->
     }
 }
 
+/// Decides a list of code directories a running process is about to load from (`GCONV_PATH`
+/// read by `iconv_open`).
+pub fn decide_code_dirs<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, dirs: &[u8]) -> Verdict {
+    if ctx.policy.profile() == Profile::Breakglass {
+        return Verdict::Allow(Reason::Breakglass);
+    }
+    match check_library_dirs(sys, ctx, dirs) {
+        Ok(()) => Verdict::Allow(Reason::Allowed),
+        Err(v) => v,
+    }
+}
+
 /// `LD_LIBRARY_PATH`/`GCONV_PATH`/`--library-path`: entries split at `:` and `;`; an empty
 /// entry is the cwd.
 fn check_library_dirs<S: Sys>(

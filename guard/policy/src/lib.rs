@@ -24,8 +24,8 @@ pub mod sys;
 pub mod text;
 
 pub use decide::{
-    decide, decide_launch, decide_object, Context, Launch, Request, RuntimeIds, ShownPath, Target,
-    Verdict,
+    decide, decide_code_dirs, decide_launch, decide_object, Context, Launch, Request, RuntimeIds,
+    ShownPath, Target, Verdict,
 };
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;

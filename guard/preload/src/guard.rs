@@ -32,6 +32,7 @@ pub enum Entry {
     Wordexp,
     Dlopen,
     Dlmopen,
+    IconvOpen,
 }
 
 impl Entry {
@@ -54,6 +55,7 @@ impl Entry {
             Entry::Wordexp => "wordexp",
             Entry::Dlopen => "dlopen",
             Entry::Dlmopen => "dlmopen",
+            Entry::IconvOpen => "iconv_open",
         }
     }
 }
@@ -412,6 +414,39 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
             _ => return, // stderr closed: the errno still tells the caller
         }
     }
+}
+
+/// The `iconv_open` check of the process's current `GCONV_PATH`: may glibc load conversion
+/// modules from these directories? Reports a refusal.
+pub fn allow_gconv_path(dirs: &[u8]) -> bool {
+    state::with(|loaded| {
+        let policy = match loaded.policy() {
+            Ok(p) => p,
+            Err(reason) => {
+                report(None, Entry::IconvOpen, false, reason, dirs, dirs);
+                return false;
+            }
+        };
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &loaded.runtimes,
+            self_lib: loaded.self_lib(),
+        };
+        match execguard_policy::decide_code_dirs(&mut LibcSys, &ctx, dirs) {
+            Verdict::Deny { reason, path, .. } => {
+                report(
+                    Some(&policy),
+                    Entry::IconvOpen,
+                    false,
+                    reason,
+                    path.as_bytes(),
+                    dirs,
+                );
+                false
+            }
+            _ => true,
+        }
+    })
 }
 
 /// The dlopen check: `None` to let the call through, or the path the failing call is made with

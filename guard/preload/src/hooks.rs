@@ -62,6 +62,8 @@ static REAL_DLMOPEN: Real = Real::new(b"dlmopen\0");
 #[link_section = ".data"]
 static REAL_WORDEXP: Real = Real::new(b"wordexp\0");
 #[link_section = ".data"]
+static REAL_ICONV_OPEN: Real = Real::new(b"iconv_open\0");
+#[link_section = ".data"]
 static REAL_FORK: Real = Real::new(b"fork\0");
 
 type PosixSpawnFn = unsafe extern "C" fn(
@@ -213,14 +215,18 @@ fn errno() -> c_int {
 
 /// The caller's PATH, as glibc's getenv sees it: the first `PATH=` entry of `environ`.
 fn path_variable() -> &'static [u8] {
+    variable(b"PATH=").unwrap_or(DEFAULT_PATH)
+}
+
+/// The value of the first `environ` entry starting with `prefix` (`NAME=`), as getenv finds it.
+fn variable(prefix: &[u8]) -> Option<&'static [u8]> {
     // SAFETY: `environ` is NULL or a NULL-terminated array of C strings (libc's contract).
     let env = unsafe { CList::new(current_environ()) };
     (0..env.len())
         .filter_map(|i| env.get(i))
-        .find_map(|entry| entry.strip_prefix(b"PATH="))
-        // SAFETY: the entry lives in the environment, which outlives this exec attempt.
+        .find_map(|entry| entry.strip_prefix(prefix))
+        // SAFETY: the entry lives in the environment, which outlives this call.
         .map(|v| unsafe { core::slice::from_raw_parts(v.as_ptr(), v.len()) })
-        .unwrap_or(DEFAULT_PATH)
 }
 
 /// After `ENOEXEC`, glibc runs the file with `/bin/sh file args...`.
@@ -612,6 +618,29 @@ pub unsafe extern "C" fn wordexp(
             },
         )
     }
+}
+
+/// iconv_open: glibc loads conversion modules from the directories in `GCONV_PATH`, read from
+/// the environment at this point (a process may have set it itself), with its internal
+/// `dlopen`, which no hook sees. A mutable directory there is refused (`EACCES`).
+#[no_mangle]
+pub unsafe extern "C" fn iconv_open(to: *const c_char, from: *const c_char) -> *mut libc::c_void {
+    let failed = usize::MAX as *mut libc::c_void; // (iconv_t) -1
+    let Some(real) = REAL_ICONV_OPEN.get() else {
+        set_errno(libc::ENOSYS);
+        return failed;
+    };
+    // SAFETY: dlsym returned glibc's iconv_open.
+    let real: unsafe extern "C" fn(*const c_char, *const c_char) -> *mut libc::c_void =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    if let Some(dirs) = variable(b"GCONV_PATH=") {
+        if !crate::guard::allow_gconv_path(dirs) {
+            set_errno(EACCES);
+            return failed;
+        }
+    }
+    // SAFETY: forwarded as the caller made it.
+    unsafe { real(to, from) }
 }
 
 /// memfd_create: unless the caller asks for an executable memfd (`MFD_EXEC`), add

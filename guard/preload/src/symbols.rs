@@ -18,7 +18,7 @@ type DlvsymFn = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) 
 /// Every libc function the guard replaces. The guard's own definitions are found in its own
 /// dynamic symbol table (taking their addresses in code would make the loader bind each of
 /// them in every process at load).
-const REPLACED: [&[u8]; 23] = [
+const REPLACED: [&[u8]; 24] = [
     b"execve",
     b"execv",
     b"execvp",
@@ -39,6 +39,7 @@ const REPLACED: [&[u8]; 23] = [
     b"memfd_create",
     b"dlopen",
     b"dlmopen",
+    b"iconv_open",
     b"fork",
     b"dlsym",
     b"dlvsym",
