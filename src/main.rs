@@ -4,6 +4,7 @@ mod commands;
 mod exec;
 mod input;
 mod session;
+mod start;
 mod toolchain;
 
 use clap::{Parser, Subcommand};

@@ -6,12 +6,14 @@ use anyhow::{bail, Context as _, Result};
 use execguard_policy::audit::RECORD_MAX;
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The audit log; default: the one named by the policy in force
+    /// The audit log; default: the one named by the policy in force, else the one
+    /// `execguard run` keeps by default
     file: Option<PathBuf>,
     /// How many denied paths to list
     #[arg(long, default_value_t = 10)]
@@ -129,15 +131,14 @@ fn tally(mut reader: impl BufRead) -> std::io::Result<Tally> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let file = match args.file {
         Some(f) => f,
-        None => {
-            let loaded =
-                session::policy_in_force()?.context("no policy in force: name the audit log")?;
-            let policy = loaded.policy();
-            match policy.audit_log() {
-                Some(p) => PathBuf::from(String::from_utf8_lossy(p).into_owned()),
-                None => bail!("the policy in force names no audit_log"),
-            }
-        }
+        None => match session::policy_in_force()? {
+            Some(loaded) => match loaded.policy().audit_log() {
+                Some(p) => PathBuf::from(std::ffi::OsStr::from_bytes(p)),
+                None => bail!("the policy in force names no audit_log: name the audit log"),
+            },
+            // Outside a session: the log `execguard run` keeps by default.
+            None => crate::start::default_audit_log()?,
+        },
     };
     let reader = std::io::BufReader::new(
         crate::input::open_regular(&file).map_err(|e| anyhow::anyhow!("audit_unreadable: {e}"))?,

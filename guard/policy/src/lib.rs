@@ -21,6 +21,7 @@ pub mod resolve;
 pub mod shebang;
 pub mod sys;
 pub mod text;
+pub mod workspace;
 
 pub use decide::{
     decide, decide_launch, decide_object, Context, Launch, Request, RuntimeIds, ShownPath, Target,
