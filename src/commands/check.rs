@@ -70,6 +70,7 @@ fn policy_for(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
+    let workspace = crate::start::check_workspace(&workspace)?;
     let profile = args.profile.unwrap_or(Profile::Strict);
     let text = session::discovered_default_policy(
         &workspace,

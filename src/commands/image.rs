@@ -410,17 +410,7 @@ fn run_session(args: RunArgs) -> Result<ExitCode> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
-    let workspace = workspace
-        .canonicalize()
-        .with_context(|| format!("workspace {}", workspace.display()))?;
-    if workspace == Path::new("/") {
-        bail!("the workspace cannot be /");
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        if Path::new(&home) == workspace {
-            bail!("the workspace cannot be your home directory");
-        }
-    }
+    let workspace = crate::start::check_workspace(&workspace)?;
     if args.arbitrary_command && args.args.is_empty() {
         bail!("--arbitrary-command needs a command: -- CMD [ARGS...]");
     }
