@@ -26,8 +26,9 @@ TAG=${EXECGUARD_IMAGE_TAG:-execguard:latest}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=$TARGET/image
 CLAUDE_CODE_VERSION=${CLAUDE_CODE_VERSION:-2.1.332}
-LOCAL_BASE=execguard-base:bookworm
-
+# The local base's tag carries a hash of the package list, so a changed list builds a new base.
+PACKAGES=$(grep -vE '^[[:space:]]*(#|$)' "$ROOT/image/packages.txt" | tr '\n' ' ')
+LOCAL_BASE=execguard-base:bookworm-$(printf '%s' "$PACKAGES" | sha256sum | cut -c1-12)
 log() { printf 'image/build.sh: %s\n' "$*" >&2; }
 
 mkdir -p "$OUT"
@@ -48,12 +49,19 @@ if [[ -z ${BASE_IMAGE:-} ]]; then
         ROOTFS=$OUT/base-rootfs
         rm -rf "$ROOTFS"
         MIRROR=$(apt_mirror)
-        log "debootstrap bookworm from $MIRROR (a few minutes, once)"
-        # npm is left out: debootstrap's resolver cannot install it (virtual packages); the
-        # provider CLI is installed on the host instead.
-        debootstrap --variant=minbase --include=bash,git,nodejs,ca-certificates \
+        log "debootstrap bookworm from $MIRROR, then apt-get install image/packages.txt (minutes, once)"
+        debootstrap --variant=minbase --include=bash,ca-certificates \
             bookworm "$ROOTFS" "$MIRROR" >"$OUT/debootstrap.log" 2>&1 \
             || { tail -n 30 "$OUT/debootstrap.log" >&2; exit 1; }
+        # debootstrap's resolver cannot install npm (virtual packages): apt inside the new root can.
+        cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
+        mount -t proc proc "$ROOTFS/proc"
+        if ! chroot "$ROOTFS" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+            sh -c "apt-get update && apt-get install -y --no-install-recommends $PACKAGES" >>"$OUT/debootstrap.log" 2>&1; then
+            umount "$ROOTFS/proc"; tail -n 30 "$OUT/debootstrap.log" >&2; exit 1
+        fi
+        umount "$ROOTFS/proc"
+        : >"$ROOTFS/etc/resolv.conf"
         rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/debootstrap
         tar -C "$ROOTFS" --numeric-owner -c . | docker import \
             --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \

@@ -1,0 +1,321 @@
+//! The docker driver: one session as `docker run` arguments, and starting it.
+
+use crate::profile::{Tmpfs, IMAGE_USER, LABEL_MANIFEST, LABEL_SECCOMP, PROFILE};
+use anyhow::{bail, Context as _, Result};
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write as _};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+
+/// One session, as `docker run` will be asked to start it.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub image: String,
+    pub workspace: PathBuf,
+    pub profile: String,
+    pub agent: String,
+    pub autonomy: String,
+    pub breakglass_ack: Option<String>,
+    pub uid: u32,
+    pub gid: u32,
+    pub user_name: String,
+    pub manifest_sha256: String,
+    pub seccomp_file: PathBuf,
+    pub pass_env: Vec<String>,
+    pub tty: bool,
+    /// The entrypoint's arguments (provider arguments or `--arbitrary-command -- CMD...`).
+    pub entry_args: Vec<OsString>,
+}
+
+/// `--tmpfs` value: `PATH:rw,FLAGS,size=Nm,mode=M`.
+pub(crate) fn tmpfs_spec(t: &Tmpfs) -> String {
+    format!(
+        "{}:rw,{},size={}m,mode={:o}",
+        t.path,
+        t.flags.join(","),
+        t.size_mib,
+        t.mode
+    )
+}
+
+/// The workspace mount. In strict it goes through the local volume driver, which (unlike a
+/// `--volume` bind) accepts mount flags: `o=bind,noexec`.
+pub fn workspace_mount(dir: &Path, strict: bool) -> Result<String> {
+    let d = dir
+        .to_str()
+        .context("the workspace path is not UTF-8")?
+        .to_string();
+    if d.contains([',', '"', '\n', '=']) {
+        bail!("the workspace path {d:?} holds a character a mount specification cannot carry");
+    }
+    Ok(if strict && PROFILE.workspace_noexec_in_strict {
+        format!(
+            "type=volume,dst={},volume-nocopy,volume-driver=local,volume-opt=type=none,\"volume-opt=o=bind,noexec\",volume-opt=device={d}",
+            PROFILE.workspace
+        )
+    } else {
+        format!("type=bind,src={d},dst={}", PROFILE.workspace)
+    })
+}
+
+/// The `docker run` arguments for a session (after `docker`).
+pub fn docker_run_args(s: &Session) -> Result<Vec<OsString>> {
+    let p = &PROFILE;
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |v: &str| a.push(v.into());
+    push("run");
+    push("--rm");
+    push("--interactive");
+    if s.tty {
+        push("--tty");
+    }
+    if p.cap_drop_all {
+        push("--cap-drop=ALL");
+    }
+    if p.no_new_privileges {
+        push("--security-opt=no-new-privileges:true");
+    }
+    push(&format!(
+        "--security-opt=seccomp={}",
+        s.seccomp_file.display()
+    ));
+    if p.read_only_root {
+        push("--read-only");
+    }
+    for t in p.tmpfs {
+        push(&format!("--tmpfs={}", tmpfs_spec(t)));
+    }
+    push(&format!("--pids-limit={}", p.pids_limit));
+    push(&format!("--memory={}m", p.memory_mib));
+    push(&format!("--memory-swap={}m", p.memory_mib));
+    push(&format!("--user={}:{}", s.uid, s.gid));
+    push(&format!("--workdir={}", p.workdir));
+    push("--mount");
+    push(&workspace_mount(&s.workspace, s.profile == "strict")?);
+    for (k, v) in session_env(s) {
+        push("--env");
+        push(&format!("{k}={v}"));
+    }
+    for name in &s.pass_env {
+        push("--env");
+        push(name);
+    }
+    push(&s.image);
+    a.extend(s.entry_args.iter().cloned());
+    Ok(a)
+}
+
+/// The managed environment the entrypoint validates.
+fn session_env(s: &Session) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("AGENT_NAME", s.agent.clone()),
+        ("EXECGUARD_PROFILE", s.profile.clone()),
+        ("EXECGUARD_AUTONOMY", s.autonomy.clone()),
+        ("EXECGUARD_MUTABILITY", PROFILE.mutability.to_string()),
+        ("EXECGUARD_HOST_UID", s.uid.to_string()),
+        ("EXECGUARD_HOST_GID", s.gid.to_string()),
+        ("EXECGUARD_HOST_USER", s.user_name.clone()),
+        ("EXECGUARD_MANIFEST_SHA256", s.manifest_sha256.clone()),
+    ];
+    if let Some(ack) = &s.breakglass_ack {
+        env.push(("EXECGUARD_BREAKGLASS_ACK", ack.clone()));
+    }
+    env
+}
+
+fn image_label(image: &str, label: &str) -> Result<String> {
+    let out = Process::new("docker")
+        .args(["image", "inspect", "--format"])
+        .arg(format!("{{{{ index .Config.Labels \"{label}\" }}}}"))
+        .arg(image)
+        .output()
+        .context("running docker image inspect")?;
+    if !out.status.success() {
+        bail!(
+            "docker image inspect {image}: {} (build it with `execguard image build`)",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let v = String::from_utf8(out.stdout)?.trim().to_string();
+    if v.is_empty() || v == "<no value>" {
+        bail!("image {image} has no label {label}: was it built by `execguard image build`?");
+    }
+    Ok(v)
+}
+
+pub fn parse_user(s: &str) -> Result<(u32, u32)> {
+    let (u, g) = s.split_once(':').context("--user takes UID:GID")?;
+    let (u, g): (u32, u32) = (u.parse()?, g.parse()?);
+    if u == 0 || g == 0 {
+        bail!("a session never runs as uid or gid 0");
+    }
+    Ok((u, g))
+}
+
+/// What the caller of `execguard image run` asked for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The workspace; `None`: the current directory.
+    pub workspace: Option<PathBuf>,
+    pub profile: String,
+    pub agent: String,
+    pub autonomy: String,
+    pub breakglass_ack: Option<String>,
+    pub image: String,
+    /// `UID:GID`; `None`: the launcher's ids, or the image user when the launcher is root.
+    pub user: Option<String>,
+    pub pass_env: Vec<String>,
+    /// A seccomp profile file instead of the one recorded in the image.
+    pub seccomp: Option<PathBuf>,
+    pub arbitrary_command: bool,
+    /// Build the arguments only (no label lookup of the seccomp profile, nothing started).
+    pub print_args: bool,
+    pub args: Vec<OsString>,
+}
+
+/// A session ready to start: its `docker run` arguments and the files they name.
+pub struct Launch {
+    pub session: Session,
+    _seccomp_tmp: Option<TempFile>,
+}
+
+impl Launch {
+    pub fn docker_args(&self) -> Result<Vec<OsString>> {
+        docker_run_args(&self.session)
+    }
+
+    /// Runs `docker run` and waits for it.
+    pub fn run(&self) -> Result<std::process::ExitStatus> {
+        if self
+            .session
+            .entry_args
+            .first()
+            .is_some_and(|a| a == "--arbitrary-command")
+        {
+            eprintln!(
+                "execguard: --arbitrary-command: this session is recorded as lower assurance"
+            );
+        }
+        Process::new("docker")
+            .args(self.docker_args()?)
+            .status()
+            .context("starting docker")
+    }
+}
+
+/// Checks the request and resolves everything `docker run` needs.
+pub fn prepare(req: RunRequest) -> Result<Launch> {
+    let workspace = match &req.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    let workspace = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    if workspace == Path::new("/") {
+        bail!("the workspace cannot be /");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        if Path::new(&home) == workspace {
+            bail!("the workspace cannot be your home directory");
+        }
+    }
+    if req.arbitrary_command && req.args.is_empty() {
+        bail!("--arbitrary-command needs a command: -- CMD [ARGS...]");
+    }
+    let (uid, gid) = match &req.user {
+        Some(u) => parse_user(u)?,
+        None => {
+            // SAFETY: getuid and getgid cannot fail and touch no memory.
+            let (u, g) = unsafe { (libc::getuid(), libc::getgid()) };
+            if u == 0 || g == 0 {
+                IMAGE_USER
+            } else {
+                (u, g)
+            }
+        }
+    };
+    let user_name = std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty() && u != "root")
+        .unwrap_or_else(|| "agent".into());
+    let mut entry_args = Vec::new();
+    if req.arbitrary_command {
+        entry_args.push(OsString::from("--arbitrary-command"));
+        entry_args.push(OsString::from("--"));
+    }
+    entry_args.extend(req.args.iter().cloned());
+
+    // The seccomp profile recorded in the image, written to a private file for docker.
+    let mut seccomp_tmp = None;
+    let seccomp_file = match &req.seccomp {
+        Some(f) => f.clone(),
+        None if req.print_args => PathBuf::from(format!("<label {LABEL_SECCOMP}>")),
+        None => {
+            let json = image_label(&req.image, LABEL_SECCOMP)?;
+            let tmp = TempFile::new("execguard-seccomp", json.as_bytes())?;
+            let path = tmp.path.clone();
+            seccomp_tmp = Some(tmp);
+            path
+        }
+    };
+    let manifest_sha256 = image_label(&req.image, LABEL_MANIFEST)?;
+    let session = Session {
+        image: req.image,
+        workspace,
+        profile: req.profile,
+        agent: req.agent,
+        autonomy: req.autonomy,
+        breakglass_ack: req.breakglass_ack,
+        uid,
+        gid,
+        user_name,
+        manifest_sha256,
+        seccomp_file,
+        pass_env: req.pass_env,
+        tty: std::io::stdin().is_terminal() && std::io::stdout().is_terminal(),
+        entry_args,
+    };
+    Ok(Launch {
+        session,
+        _seccomp_tmp: seccomp_tmp,
+    })
+}
+
+/// A 0600 file removed on drop (the seccomp profile handed to docker).
+struct TempFile {
+    path: PathBuf,
+}
+
+impl TempFile {
+    fn new(stem: &str, content: &[u8]) -> Result<Self> {
+        let dir = std::env::temp_dir();
+        for n in 0..100u32 {
+            let path = dir.join(format!("{stem}-{}-{n}.json", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    f.write_all(content)?;
+                    return Ok(TempFile { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).context(format!("creating {}", path.display())),
+            }
+        }
+        bail!("could not create a temporary file in {}", dir.display())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        // Best effort: the file holds no secret, only the public seccomp profile.
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            eprintln!("execguard: removing {}: {e}", self.path.display());
+        }
+    }
+}
