@@ -1,5 +1,7 @@
 //! `execguard image build`: runs `image/build.sh` from a source tree.
 
+use crate::docker::Refusal;
+use crate::profile::PROVIDERS;
 use anyhow::{bail, Context as _, Result};
 use std::path::Path;
 use std::process::{Command, ExitStatus};
@@ -9,6 +11,8 @@ use std::process::{Command, ExitStatus};
 pub struct BuildRequest {
     pub tag: String,
     pub base_image: Option<String>,
+    /// A subset of [`PROVIDERS`]; `None`: every provider that installs.
+    pub providers: Option<Vec<String>>,
 }
 
 /// Runs `<source>/image/build.sh` for the request and returns its status.
@@ -24,6 +28,22 @@ pub fn build(source: &Path, req: &BuildRequest) -> Result<ExitStatus> {
     cmd.arg(&script).env("EXECGUARD_IMAGE_TAG", &req.tag);
     if let Some(base) = &req.base_image {
         cmd.env("BASE_IMAGE", base);
+    }
+    if let Some(list) = &req.providers {
+        if let Some(bad) = list.iter().find(|p| !PROVIDERS.contains(&p.as_str())) {
+            return Err(Refusal {
+                code: "provider_unknown",
+                detail: format!(
+                    "{bad:?}: --providers takes a subset of {}",
+                    PROVIDERS.join(",")
+                ),
+            }
+            .into());
+        }
+        if list.is_empty() {
+            bail!("--providers needs at least one of {}", PROVIDERS.join(","));
+        }
+        cmd.env("EXECGUARD_PROVIDERS", list.join(","));
     }
     cmd.status().context("starting image/build.sh")
 }

@@ -1,10 +1,10 @@
 //! The docker driver: one session as `docker run` arguments, and starting it.
 
-use crate::profile::{Tmpfs, IMAGE_USER, LABEL_MANIFEST, LABEL_SECCOMP, PROFILE};
+use crate::profile::{Tmpfs, LABEL_MANIFEST, LABEL_PROVIDERS, LABEL_SECCOMP, PROFILE};
 use anyhow::{bail, Context as _, Result};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write as _};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
@@ -17,6 +17,8 @@ pub struct Session {
     pub agent: String,
     pub autonomy: String,
     pub breakglass_ack: Option<String>,
+    pub repo_config_ack: Option<String>,
+    pub allow_exec_mappings: bool,
     pub uid: u32,
     pub gid: u32,
     pub user_name: String,
@@ -39,9 +41,9 @@ pub(crate) fn tmpfs_spec(t: &Tmpfs) -> String {
     )
 }
 
-/// The workspace mount. In strict it goes through the local volume driver, which (unlike a
-/// `--volume` bind) accepts mount flags: `o=bind,noexec`.
-pub fn workspace_mount(dir: &Path, strict: bool) -> Result<String> {
+/// The workspace mount: a plain bind; the entrypoint makes it `noexec,nosuid,nodev` (strict) or
+/// `nosuid,nodev` (other profiles) before the session starts, and verifies it.
+pub fn workspace_mount(dir: &Path) -> Result<String> {
     let d = dir
         .to_str()
         .context("the workspace path is not UTF-8")?
@@ -49,14 +51,7 @@ pub fn workspace_mount(dir: &Path, strict: bool) -> Result<String> {
     if d.contains([',', '"', '\n', '=']) {
         bail!("the workspace path {d:?} holds a character a mount specification cannot carry");
     }
-    Ok(if strict && PROFILE.workspace_noexec_in_strict {
-        format!(
-            "type=volume,dst={},volume-nocopy,volume-driver=local,volume-opt=type=none,\"volume-opt=o=bind,noexec\",volume-opt=device={d}",
-            PROFILE.workspace
-        )
-    } else {
-        format!("type=bind,src={d},dst={}", PROFILE.workspace)
-    })
+    Ok(format!("type=bind,src={d},dst={}", PROFILE.workspace))
 }
 
 /// The `docker run` arguments for a session (after `docker`).
@@ -72,6 +67,9 @@ pub fn docker_run_args(s: &Session) -> Result<Vec<OsString>> {
     }
     if p.cap_drop_all {
         push("--cap-drop=ALL");
+    }
+    for cap in p.start_caps {
+        push(&format!("--cap-add={cap}"));
     }
     if p.no_new_privileges {
         push("--security-opt=no-new-privileges:true");
@@ -89,10 +87,11 @@ pub fn docker_run_args(s: &Session) -> Result<Vec<OsString>> {
     push(&format!("--pids-limit={}", p.pids_limit));
     push(&format!("--memory={}m", p.memory_mib));
     push(&format!("--memory-swap={}m", p.memory_mib));
-    push(&format!("--user={}:{}", s.uid, s.gid));
+    // The entrypoint starts as root (see `start_caps`); the session runs as uid:gid.
+    push("--user=0:0");
     push(&format!("--workdir={}", p.workdir));
     push("--mount");
-    push(&workspace_mount(&s.workspace, s.profile == "strict")?);
+    push(&workspace_mount(&s.workspace)?);
     for (k, v) in session_env(s) {
         push("--env");
         push(&format!("{k}={v}"));
@@ -120,6 +119,12 @@ fn session_env(s: &Session) -> Vec<(&'static str, String)> {
     ];
     if let Some(ack) = &s.breakglass_ack {
         env.push(("EXECGUARD_BREAKGLASS_ACK", ack.clone()));
+    }
+    if let Some(ack) = &s.repo_config_ack {
+        env.push(("EXECGUARD_REPO_CONFIG_ACK", ack.clone()));
+    }
+    if s.allow_exec_mappings {
+        env.push(("EXECGUARD_ALLOW_EXEC_MAPPINGS", "1".into()));
     }
     env
 }
@@ -153,6 +158,53 @@ pub fn parse_user(s: &str) -> Result<(u32, u32)> {
     Ok((u, g))
 }
 
+/// A typed refusal to start: a stable code and one line that says how to proceed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused {}: {}", self.code, self.detail)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// The session's uid:gid. Asked for: that. A non-root launcher: the launcher. A root launcher:
+/// the workspace's owner, since a session never runs as root and a workspace it cannot write is
+/// no place to work; a root-owned workspace is refused with what to do.
+pub fn session_user(
+    asked: Option<&str>,
+    launcher: (u32, u32),
+    workspace: &Path,
+) -> Result<(u32, u32)> {
+    if let Some(u) = asked {
+        return parse_user(u);
+    }
+    if launcher.0 != 0 && launcher.1 != 0 {
+        return Ok(launcher);
+    }
+    let meta = std::fs::metadata(workspace)
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    if meta.uid() == 0 || meta.gid() == 0 {
+        return Err(Refusal {
+            code: "workspace_owned_by_root",
+            detail: format!(
+                "{} is owned by {}:{} and a session never runs as root; chown it to the user who works in it (chown -R UID:GID {}) or pass --user UID:GID of a user who can write it",
+                workspace.display(),
+                meta.uid(),
+                meta.gid(),
+                workspace.display()
+            ),
+        }
+        .into());
+    }
+    Ok((meta.uid(), meta.gid()))
+}
+
 /// What the caller of `execguard image run` asked for.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -169,6 +221,10 @@ pub struct RunRequest {
     /// A seccomp profile file instead of the one recorded in the image.
     pub seccomp: Option<PathBuf>,
     pub arbitrary_command: bool,
+    /// Today's UTC date: the workspace's own provider configuration may load (strict).
+    pub repo_config_ack: Option<String>,
+    /// Run strict even when a write-set mount cannot be made `noexec` (reduced assurance).
+    pub allow_exec_mappings: bool,
     /// Build the arguments only (no label lookup of the seccomp profile, nothing started).
     pub print_args: bool,
     pub args: Vec<OsString>,
@@ -224,18 +280,9 @@ pub fn prepare(req: RunRequest) -> Result<Launch> {
     if req.arbitrary_command && req.args.is_empty() {
         bail!("--arbitrary-command needs a command: -- CMD [ARGS...]");
     }
-    let (uid, gid) = match &req.user {
-        Some(u) => parse_user(u)?,
-        None => {
-            // SAFETY: getuid and getgid cannot fail and touch no memory.
-            let (u, g) = unsafe { (libc::getuid(), libc::getgid()) };
-            if u == 0 || g == 0 {
-                IMAGE_USER
-            } else {
-                (u, g)
-            }
-        }
-    };
+    // SAFETY: getuid and getgid cannot fail and touch no memory.
+    let launcher = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = session_user(req.user.as_deref(), launcher, &workspace)?;
     let user_name = std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty() && u != "root")
@@ -261,6 +308,21 @@ pub fn prepare(req: RunRequest) -> Result<Launch> {
         }
     };
     let manifest_sha256 = image_label(&req.image, LABEL_MANIFEST)?;
+    if !req.arbitrary_command {
+        // An image records the providers it was built with (older images do not).
+        if let Ok(list) = image_label(&req.image, LABEL_PROVIDERS) {
+            if !list.split(',').any(|p| p == req.agent) {
+                return Err(Refusal {
+                    code: "provider_not_in_image",
+                    detail: format!(
+                        "{} was built with {list}, not {}; rebuild with `execguard image build --providers ...{}` or pick --agent from {list}",
+                        req.image, req.agent, req.agent
+                    ),
+                }
+                .into());
+            }
+        }
+    }
     let session = Session {
         image: req.image,
         workspace,
@@ -268,6 +330,8 @@ pub fn prepare(req: RunRequest) -> Result<Launch> {
         agent: req.agent,
         autonomy: req.autonomy,
         breakglass_ack: req.breakglass_ack,
+        repo_config_ack: req.repo_config_ack,
+        allow_exec_mappings: req.allow_exec_mappings,
         uid,
         gid,
         user_name,

@@ -4,9 +4,13 @@
 pub const LABEL_MANIFEST: &str = "execguard.manifest.sha256";
 /// The generated seccomp profile travels with the image, so a launcher needs no host file.
 pub const LABEL_SECCOMP: &str = "execguard.seccomp";
+/// The providers the image was built with, comma-separated.
+pub const LABEL_PROVIDERS: &str = "execguard.providers";
+/// Every provider `execguard image build` knows.
+pub const PROVIDERS: [&str; 4] = ["codex", "claude", "gemini", "copilot"];
 /// The image `execguard image build` produces and `execguard image run` starts.
 pub const DEFAULT_IMAGE: &str = "execguard:latest";
-/// The image's own non-root user; a session started by root on the host runs as it.
+/// The image's own non-root user (the Kubernetes Job's user).
 pub const IMAGE_USER: (u32, u32) = (1000, 1000);
 /// The seccomp profile's file name for Compose and on Kubernetes nodes
 /// (`/var/lib/kubelet/seccomp/profiles/execguard-seccomp.json`).
@@ -30,14 +34,20 @@ pub struct RunProfile {
     pub read_only_root: bool,
     pub tmpfs: &'static [Tmpfs],
     pub workspace: &'static str,
-    /// `noexec` on the workspace bind mount in the strict profile.
-    pub workspace_noexec_in_strict: bool,
+    /// Mount flags of every writable volume of the write set (the workspace included; outside
+    /// strict the workspace keeps exec, which is what those profiles stand for). Docker and
+    /// Compose: the entrypoint applies them with `start_caps`; Kubernetes: `bindMountOptions`.
+    pub write_set_flags: &'static [&'static str],
     pub pids_limit: u64,
     pub memory_mib: u64,
-    /// The entrypoint's start mode: the container starts as the mapped user with no
-    /// capabilities at all (the root filesystem is read-only, so the entrypoint has no user
-    /// database to write and never needs root).
+    /// The entrypoint's start mode: a read-only root file system (no user database is written).
     pub mutability: &'static str,
+    /// Docker and Compose start the entrypoint as root holding only these capabilities, and only
+    /// until the session starts: it records the session's profile for the guard (a root-owned
+    /// runtime state file) and remounts the write set with `write_set_flags`, then drops every
+    /// capability, the bounding set included, and verifies the drop. The session never runs as
+    /// root. Kubernetes starts it as the mapped user (`runAsNonRoot`), strict only.
+    pub start_caps: &'static [&'static str],
     pub workdir: &'static str,
 }
 
@@ -66,10 +76,11 @@ pub const PROFILE: RunProfile = RunProfile {
         },
     ],
     workspace: "/workspace",
-    workspace_noexec_in_strict: true,
+    write_set_flags: &["noexec", "nosuid", "nodev"],
     pids_limit: 512,
     memory_mib: 4096,
     mutability: "readonly",
+    start_caps: &["SETUID", "SETGID", "SETPCAP", "SYS_ADMIN"],
     workdir: "/workspace",
 };
 

@@ -15,6 +15,8 @@ fn session(profile: &str) -> Session {
         agent: "claude".into(),
         autonomy: "prompt".into(),
         breakglass_ack: None,
+        repo_config_ack: None,
+        allow_exec_mappings: false,
         uid: 1234,
         gid: 2345,
         user_name: "jane".into(),
@@ -77,11 +79,20 @@ fn controls() -> Vec<(String, String, String, Option<String>)> {
         None,
     ));
     c.push((
-        "non-root user".into(),
-        "--user=1234:2345".into(),
-        "    user: \"${EXECGUARD_HOST_UID:?}:${EXECGUARD_HOST_GID:?}\"\n".into(),
+        "session user".into(),
+        "EXECGUARD_HOST_UID=1234".into(),
+        "      EXECGUARD_HOST_UID: ${EXECGUARD_HOST_UID:?}\n".into(),
         Some("runAsNonRoot: true\n".into()),
     ));
+    for cap in p.start_caps {
+        c.push((
+            format!("start {cap}"),
+            format!("--cap-add={cap}"),
+            format!("      - {cap}\n"),
+            // Kubernetes starts the entrypoint as the mapped user, with no capability.
+            Some("drop:\n                - ALL\n".into()),
+        ));
+    }
     c.push((
         "mutability".into(),
         format!("EXECGUARD_MUTABILITY={}", p.mutability),
@@ -103,11 +114,17 @@ fn controls() -> Vec<(String, String, String, Option<String>)> {
             )),
         ));
     }
+    // noexec for the workspace: the entrypoint remounts it (docker, compose: a plain bind);
+    // Kubernetes: bindMountOptions on every volume.
     c.push((
-        "workspace noexec".into(),
-        "\"volume-opt=o=bind,noexec\"".into(),
-        "      o: bind,noexec\n".into(),
-        None,
+        "workspace bind".into(),
+        "type=bind,src=/srv/work,dst=/workspace".into(),
+        "      - type: bind\n        source: ${EXECGUARD_WORKSPACE:?}\n        target: /workspace\n"
+            .into(),
+        Some(format!(
+            "- name: workspace\n              mountPath: /workspace\n              bindMountOptions: [{}]\n",
+            p.write_set_flags.join(", ")
+        )),
     ));
     c
 }
@@ -140,23 +157,28 @@ fn docker_compose_and_kubernetes_agree_on_every_control() {
 }
 
 #[test]
-fn the_noexec_workspace_is_strict_only() {
-    let strict = docker("strict");
-    let dev = docker("development");
-    assert!(strict.iter().any(|a| a.contains("o=bind,noexec")));
-    assert!(!dev.iter().any(|a| a.contains("noexec\"")));
-    assert!(dev.contains(&"type=bind,src=/srv/work,dst=/workspace".to_string()));
+fn every_kubernetes_volume_is_mounted_noexec_nosuid_nodev() {
+    let k8s = k8s_job_yaml();
+    let mounts = k8s.matches("mountPath: ").count();
+    let opts = k8s
+        .matches("bindMountOptions: [noexec, nosuid, nodev]\n")
+        .count();
+    assert_eq!(mounts, PROFILE.tmpfs.len() + 1);
+    assert_eq!(opts, mounts, "{k8s}");
 }
 
 #[test]
-fn no_capability_is_added_and_nothing_runs_as_root() {
+fn only_the_start_capabilities_are_added_and_the_session_user_is_never_root() {
     let args = docker("strict");
-    assert!(!args.iter().any(|a| a.starts_with("--cap-add")));
+    let added: Vec<&str> = args
+        .iter()
+        .filter_map(|a| a.strip_prefix("--cap-add="))
+        .collect();
+    assert_eq!(added, PROFILE.start_caps);
+    assert!(args.contains(&"--cap-drop=ALL".to_string()));
     assert!(!args.iter().any(|a| a.starts_with("--privileged")));
     assert!(!args.iter().any(|a| a.contains("unconfined")));
-    assert!(!args
-        .iter()
-        .any(|a| a == "--user=0:0" || a.starts_with("--user=0")));
+    assert!(args.contains(&"EXECGUARD_HOST_UID=1234".to_string()));
     assert!(parse_user("0:1000").is_err());
     assert!(parse_user("1000:0").is_err());
     assert_eq!(parse_user("1:2").unwrap(), (1, 2));
@@ -164,9 +186,9 @@ fn no_capability_is_added_and_nothing_runs_as_root() {
 
 #[test]
 fn workspace_paths_that_would_break_the_mount_spec_are_refused() {
-    assert!(workspace_mount(Path::new("/a,b"), true).is_err());
-    assert!(workspace_mount(Path::new("/a\"b"), false).is_err());
-    assert!(workspace_mount(Path::new("/a=b"), true).is_err());
+    assert!(workspace_mount(Path::new("/a,b")).is_err());
+    assert!(workspace_mount(Path::new("/a\"b")).is_err());
+    assert!(workspace_mount(Path::new("/a=b")).is_err());
 }
 
 #[test]
@@ -259,4 +281,31 @@ fn the_mask_covers_every_namespace_flag() {
     ] {
         assert_ne!(CLONE_NEW_MASK & flag as u64, 0, "{flag:#x}");
     }
+}
+
+#[test]
+fn a_root_launcher_runs_the_session_as_the_workspace_owner_or_refuses() {
+    let dir = std::env::temp_dir().join(format!("execguard-owner-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let meta = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&dir).unwrap());
+    // A non-root launcher is the session user; an explicit --user wins.
+    assert_eq!(
+        session_user(None, (1500, 1600), &dir).unwrap(),
+        (1500, 1600)
+    );
+    assert_eq!(session_user(Some("7:8"), (0, 0), &dir).unwrap(), (7, 8));
+    let as_root = session_user(None, (0, 0), &dir);
+    if meta == 0 {
+        let err = as_root.unwrap_err();
+        let r = err.downcast_ref::<Refusal>().expect("a typed refusal");
+        assert_eq!(r.code, "workspace_owned_by_root");
+        assert!(
+            r.detail.contains("chown") && r.detail.contains("--user"),
+            "{r}"
+        );
+        // Owned by someone else: the session runs as them.
+        std::os::unix::fs::chown(&dir, Some(4242), Some(4343)).unwrap();
+        assert_eq!(session_user(None, (0, 0), &dir).unwrap(), (4242, 4343));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

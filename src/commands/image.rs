@@ -30,6 +30,10 @@ pub struct BuildArgs {
     /// The repository (default: the one this binary was built from)
     #[arg(long)]
     source: Option<PathBuf>,
+    /// The provider CLIs to install, a subset of codex,claude,gemini,copilot (default: every one
+    /// that installs)
+    #[arg(long, value_delimiter = ',')]
+    providers: Option<Vec<String>>,
 }
 
 #[derive(clap::Args)]
@@ -62,6 +66,13 @@ pub struct RunArgs {
     /// Use this seccomp profile instead of the one recorded in the image
     #[arg(long)]
     seccomp: Option<PathBuf>,
+    /// Today's UTC date (YYYY-MM-DD): let the provider load the workspace's own provider
+    /// configuration (.claude/settings.json, .mcp.json, ...) in a strict session (recorded)
+    #[arg(long)]
+    repo_config_ack: Option<String>,
+    /// Run strict even when a write-set mount cannot be made noexec (reduced assurance, recorded)
+    #[arg(long)]
+    allow_exec_mappings: bool,
     /// Run CMD instead of the provider (same hardening, recorded as lower assurance)
     #[arg(long)]
     arbitrary_command: bool,
@@ -111,6 +122,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             let req = build::BuildRequest {
                 tag: args.tag,
                 base_image: args.base_image,
+                providers: args.providers,
             };
             Ok(exit_code(build::build(&source_dir(args.source), &req)?))
         }
@@ -127,6 +139,8 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
                 pass_env: args.pass_env,
                 seccomp: args.seccomp,
                 arbitrary_command: args.arbitrary_command,
+                repo_config_ack: args.repo_config_ack,
+                allow_exec_mappings: args.allow_exec_mappings,
                 print_args,
                 args: args.args,
             })?;
