@@ -392,3 +392,61 @@ fn a_root_that_does_not_exist_yet_gets_nothing() {
         text(&out.stderr)
     );
 }
+
+/// Without a mount namespace (a kernel that refuses it; the test hook), the session still
+/// starts: it says once that mappings are refused only by the guard, reports it reduced, keeps
+/// the exec dirs read-only by granting the write rights around them, and still refuses to
+/// execute what it writes.
+#[test]
+fn without_a_namespace_the_partition_holds_and_says_so() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "no-namespace");
+        std::fs::create_dir_all(w.home.join("notes")).unwrap();
+        who.own(&w.home);
+        let script = format!(
+            "mytool a; echo x >> {tool} 2>/dev/null && echo APPENDED; \
+             echo a > ~/notes/n && echo NOTES_OK; \
+             cp /bin/true ~/notes/t && {wx} exec ~/notes/t; \
+             echo a > ~/new-in-home 2>/dev/null || echo HOME_ENTRY_REFUSED",
+            tool = s(&w.local_bin.join("mytool")),
+            wx = s(&wx)
+        );
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "-v", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "sh", "-c", &script])
+            .env("HOME", &w.home)
+            .env("PATH", format!("{}:/usr/bin:/bin", s(&w.local_bin)))
+            .env("EXECGUARD_TEST_NO_MOUNT_NAMESPACE", "1")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        let stderr = text(&out.stderr);
+        let label = who.label();
+        assert!(
+            stdout.starts_with("ARGV 2\n"),
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(!stdout.contains("APPENDED"), "[{label}] {stdout}");
+        assert!(stdout.contains("NOTES_OK"), "[{label}] {stdout}\n{stderr}");
+        assert!(stdout.contains("FAILED execve 13"), "[{label}] {stdout}");
+        assert!(stdout.contains("HOME_ENTRY_REFUSED"), "[{label}] {stdout}");
+        assert_eq!(
+            stderr
+                .matches("mappings of written files are refused only by the guard")
+                .count(),
+            1,
+            "[{label}] {stderr}"
+        );
+        assert!(
+            stderr.contains("assurance: reduced:mappings_guard_only")
+                && stderr.contains("exec dirs read-only by landlock_split"),
+            "[{label}] {stderr}"
+        );
+    }
+}

@@ -163,3 +163,58 @@ fn doctor_inside_a_session_reports_what_the_kernel_enforces() {
         }
     }
 }
+
+/// The start record says what the session is held to: always when it is reduced (a profile,
+/// or unsealed on a kernel without Landlock), never for a plain strict session.
+#[test]
+fn a_reduced_session_is_recorded_at_start() {
+    for who in identities() {
+        let (home, ws) = world(&who, "record");
+        let label = who.label();
+        let log = ws.join("audit.jsonl");
+        let records = |args: &[&str], abi: Option<&str>| {
+            let _ = std::fs::remove_file(&log);
+            let mut c = Command::new(&tools().cli);
+            who.apply(&mut c);
+            c.args(["run", "--workspace", s(&ws), "--audit", s(&log)])
+                .args(args)
+                .args(["--", "true"])
+                .env("HOME", &home)
+                .current_dir(&ws)
+                .stdin(Stdio::null());
+            if let Some(abi) = abi {
+                c.env("EXECGUARD_TEST_LANDLOCK_ABI", abi);
+            }
+            let out = c.output().unwrap();
+            assert!(
+                out.status.success(),
+                "[{label}] {args:?}: {}",
+                text(&out.stderr)
+            );
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|r| r["decision"] == "notice")
+                .collect::<Vec<_>>()
+        };
+        let notice = |r: &[serde_json::Value]| {
+            assert_eq!(r.len(), 1, "[{label}] {r:?}");
+            (
+                r[0]["reason"].as_str().unwrap().to_string(),
+                r[0]["path"].as_str().unwrap().to_string(),
+            )
+        };
+        assert!(records(&[], None).is_empty(), "[{label}] strict: no record");
+        assert_eq!(
+            notice(&records(&["--profile", "build"], None)),
+            ("session_sealed".into(), "reduced:build".into()),
+            "[{label}]"
+        );
+        assert_eq!(
+            notice(&records(&["--allow-unsealed"], Some("0"))),
+            ("session_unsealed".into(), "reduced:unsealed".into()),
+            "[{label}]"
+        );
+    }
+}

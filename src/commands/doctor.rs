@@ -331,7 +331,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("  {}", p.display());
     }
     if !statics.is_empty() && !matches!(probe, Some((_, true))) {
-        println!("warning: this process is not sealed: these programs (and any Go program) can start native code from mutable roots; use `execguard run --seal` or the image's strict profile");
+        println!("warning: this process is not sealed: these programs (and any Go program) can start native code from the write set; run them in an `execguard run` session (sealed by default) or the image's strict profile");
     }
     Ok(ExitCode::SUCCESS)
 }
