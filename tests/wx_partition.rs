@@ -450,3 +450,29 @@ fn without_a_namespace_the_partition_holds_and_says_so() {
         );
     }
 }
+
+/// A session inside a session (an agent that runs `execguard run` itself) keeps the outer
+/// noexec mounts (it may not make a namespace of its own) and stays strict.
+#[test]
+fn a_nested_session_keeps_the_outer_mounts() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "nested");
+        let script = format!(
+            "cp {payload} ./x && {cli} run -v --workspace . -- {wx} loader ./x",
+            payload = s(&tools().argv),
+            cli = s(&tools().cli),
+            wx = s(&wx)
+        );
+        let out = w.session(&[], &script);
+        let all = text(&out.stdout) + &text(&out.stderr);
+        let label = who.label();
+        assert!(
+            all.contains("execguard: assurance: strict\n"),
+            "[{label}] {all}"
+        );
+        assert!(!all.contains("notice"), "[{label}] {all}");
+        assert!(all.contains("failed to map segment"), "[{label}] {all}");
+        assert!(!all.contains("ARGV"), "[{label}] {all}");
+    }
+}

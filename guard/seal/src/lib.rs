@@ -264,8 +264,15 @@ pub enum MountsMode {
 pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
     let abi = partition_abi()?;
     let mut reductions = Vec::new();
+    // Inside a session that made them already (a nested `execguard run`), the write set is
+    // noexec and no new namespace may be made (the outer filter refuses it): keep those.
+    let inherited = {
+        let m = mounts::report(partition);
+        !m.is_empty() && m.iter().all(|m| m.noexec)
+    };
     let namespace = match options.mounts {
         MountsMode::Off => None,
+        _ if inherited => None,
         mode => match mounts::isolate(partition) {
             Ok(ns) => Some(ns),
             Err(e) if mode == MountsMode::Required => return Err(e),
