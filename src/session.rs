@@ -401,8 +401,14 @@ mod tests {
         std::fs::create_dir_all(root.join("opt/bin")).unwrap();
         std::os::unix::fs::symlink(home.join("tools/bin"), home.join("bin-link")).unwrap();
         let c = |p: &str| root.join(p);
-        let rows: &[(&[&str], &[&str], &[&str], Result<&[&str], &str>)] = &[
-            // candidates, --exec-dir, --no-exec-dir, exec dirs (or the refusal's code)
+        /// Candidates, `--exec-dir`, `--no-exec-dir`, and the exec dirs (or the refusal's code).
+        type Row<'a> = (
+            &'a [&'a str],
+            &'a [&'a str],
+            &'a [&'a str],
+            Result<&'a [&'a str], &'a str>,
+        );
+        let rows: &[Row] = &[
             (
                 &["home/.cargo/bin", "opt/bin", "home"],
                 &[],
