@@ -233,6 +233,7 @@ fn ordinary_file_work_is_not_broken() {
             git init -q r && cd r && echo a > f && git add f\n\
             printf '#!/bin/sh\\necho HOOK_RAN\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit\n\
             test -x .git/hooks/pre-commit && echo TEST_X_OK\n\
+            echo data > plain && ! test -x plain && echo NOT_X_OK\n\
             git -c user.email=a@b -c user.name=n commit -qm one\n\
             mkdir sub && git mv f sub/f && git -c user.email=a@b -c user.name=n commit -qm two\n\
             git init -q --bare ../bare.git && git push -q ../bare.git HEAD:main && echo GIT_OK\n\
@@ -248,6 +249,7 @@ fn ordinary_file_work_is_not_broken() {
             "MV_LN_OK",
             "TAR_OK",
             "TEST_X_OK",
+            "NOT_X_OK",
             "HOOK_RAN",
             "GIT_OK",
             "NODE_OK",
