@@ -273,8 +273,11 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let namespace = match options.mounts {
         MountsMode::Off => None,
         _ if inherited => None,
-        mode => match mounts::isolate(partition) {
-            Ok(ns) => Some(ns),
+        // A namespace cannot be left once entered: try it in a child first, so a kernel or
+        // LSM that refuses part of it (Ubuntu's restricted user namespaces) never leaves this
+        // process half inside one. Once the probe passed, a failure here is a refusal.
+        mode => match mounts::probe(partition) {
+            Ok(()) => Some(mounts::isolate(partition)?),
             Err(e) if mode == MountsMode::Required => return Err(e),
             Err(e) => {
                 eprintln!("execguard: notice: mappings of written files are refused only by the guard, not by a noexec mount ({e})");
