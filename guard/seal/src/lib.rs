@@ -192,8 +192,8 @@ pub struct Partition {
     pub write_set: Vec<PathBuf>,
     /// Directories inside the write set that stay executable and become read-only.
     pub exec_dirs: Vec<PathBuf>,
-    /// Directories inside the write set granted both rights: the workspace of the
-    /// `development` and `build` profiles (reduced assurance, reported).
+    /// Write-set roots granted both rights: the workspace of the `development` and `build`
+    /// profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
 }
 

@@ -275,7 +275,6 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     // Nothing made here may reach the parent namespace.
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
 
-    let exists = |p: &&PathBuf| p.is_dir();
     // A file root (the audit log) is bind-mounted as a file.
     let mut roots: Vec<&PathBuf> = partition
         .write_set
@@ -283,7 +282,7 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
         .filter(|p| p.is_dir() || p.is_file())
         .collect();
     roots.sort_by_key(|p| p.as_os_str().len());
-    let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(exists).collect();
+    let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(|p| p.is_dir()).collect();
     // The exec dirs keep the flags of the mount they are on now (locked ones included).
     let exec_flags: Vec<libc::c_ulong> = exec_dirs
         .iter()
@@ -304,7 +303,9 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
             flags |= libc::MS_NODEV;
         }
         if both(point) {
-            continue; // a reduced profile's workspace keeps exec
+            // A reduced profile's workspace (a root itself, bound above with the flags it had)
+            // keeps exec.
+            continue;
         }
         mount(
             None,
@@ -312,18 +313,6 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
             libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_NOEXEC,
         )?;
         noexec.push(point.clone());
-    }
-    // A reduced profile's workspace inside a noexec root: its own mount, exec allowed.
-    for dir in partition.both.iter().filter(|p| p.is_dir()) {
-        if roots.iter().any(|r| dir.starts_with(r)) {
-            let keep = kept_flags(dir)? & !libc::MS_NOEXEC;
-            mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
-            mount(
-                None,
-                dir,
-                libc::MS_REMOUNT | libc::MS_BIND | keep | libc::MS_NOSUID | libc::MS_NODEV,
-            )?;
-        }
     }
     let mut read_only = Vec::new();
     for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
