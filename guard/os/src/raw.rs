@@ -360,39 +360,6 @@ pub fn kernel_call(nr: c_long) -> KernelCall {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn syscall_numbers_are_read_as_the_kernel_reads_them() {
-        let hi = 1 << 32;
-        let cases: &[(c_long, KernelCall)] = &[
-            (libc::SYS_execve, KernelCall::Execve),
-            (libc::SYS_execve + hi, KernelCall::Execve),
-            (libc::SYS_execve | !0xffff_ffff, KernelCall::Execve),
-            (libc::SYS_execveat + hi, KernelCall::Execveat),
-            (libc::SYS_memfd_create, KernelCall::MemfdCreate),
-            (libc::SYS_memfd_create + (7 << 33), KernelCall::MemfdCreate),
-            (libc::SYS_getpid, KernelCall::Other),
-            (libc::SYS_getpid + hi, KernelCall::Other),
-            (-1, KernelCall::Other),
-        ];
-        for &(nr, want) in cases {
-            assert_eq!(kernel_call(nr), want, "nr {nr:#x}");
-        }
-        #[cfg(target_arch = "x86_64")]
-        {
-            let x32 = X32_BIT as c_long;
-            assert_eq!(kernel_call(x32 | 520), KernelCall::X32Exec);
-            assert_eq!(kernel_call(x32 | 545 | hi), KernelCall::X32Exec);
-            assert_eq!(kernel_call(x32 | 319), KernelCall::MemfdCreate);
-            // x32 has no execve at the native number (59 is 64-bit only).
-            assert_eq!(kernel_call(x32 | libc::SYS_execve), KernelCall::Other);
-        }
-    }
-}
-
 /// `faccessat2(dirfd, path, mode, flags)` as glibc's `faccessat` answers it: `Ok(())` or the
 /// errno. Kernels before 5.8 lack faccessat2; without flags, plain faccessat is the same call.
 ///
@@ -470,4 +437,37 @@ pub fn in_group(gid: libc::gid_t) -> bool {
         )
     };
     n > 0 && groups[..n as usize].contains(&gid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syscall_numbers_are_read_as_the_kernel_reads_them() {
+        let hi = 1 << 32;
+        let cases: &[(c_long, KernelCall)] = &[
+            (libc::SYS_execve, KernelCall::Execve),
+            (libc::SYS_execve + hi, KernelCall::Execve),
+            (libc::SYS_execve | !0xffff_ffff, KernelCall::Execve),
+            (libc::SYS_execveat + hi, KernelCall::Execveat),
+            (libc::SYS_memfd_create, KernelCall::MemfdCreate),
+            (libc::SYS_memfd_create + (7 << 33), KernelCall::MemfdCreate),
+            (libc::SYS_getpid, KernelCall::Other),
+            (libc::SYS_getpid + hi, KernelCall::Other),
+            (-1, KernelCall::Other),
+        ];
+        for &(nr, want) in cases {
+            assert_eq!(kernel_call(nr), want, "nr {nr:#x}");
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let x32 = X32_BIT as c_long;
+            assert_eq!(kernel_call(x32 | 520), KernelCall::X32Exec);
+            assert_eq!(kernel_call(x32 | 545 | hi), KernelCall::X32Exec);
+            assert_eq!(kernel_call(x32 | 319), KernelCall::MemfdCreate);
+            // x32 has no execve at the native number (59 is 64-bit only).
+            assert_eq!(kernel_call(x32 | libc::SYS_execve), KernelCall::Other);
+        }
+    }
 }
