@@ -199,7 +199,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
-    if policy.seal() && (args.policy.is_some() || loaded.source == Source::Environment) {
+    let host = args.policy.is_some() || loaded.source == Source::Environment;
+    if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
         let report = session::seal(&policy).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -208,6 +209,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 eprintln!("execguard: {line}");
             }
         }
+        session::record_assurance(&policy, true, &report.assurance.to_string(), &args.command)?;
+    } else if host {
+        let why = if policy.profile() == Profile::Breakglass {
+            "reduced:breakglass"
+        } else {
+            "reduced:unsealed"
+        };
+        if args.verbose {
+            eprintln!("execguard: assurance: {why}");
+        }
+        session::record_assurance(&policy, false, why, &args.command)?;
     }
     // Under the seal the kernel refuses a mutable script itself: start its interpreter with the
     // argv the kernel would have built, as the guard does for every later exec.

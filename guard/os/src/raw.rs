@@ -414,11 +414,16 @@ pub fn geteuid() -> libc::uid_t {
     unsafe { syscall6(libc::SYS_geteuid, [0; 6]) as libc::uid_t }
 }
 
-/// Is `gid` the effective group or one of the supplementary groups (as the kernel's
-/// `in_group_p` asks)? At most 256 supplementary groups are looked at.
-pub fn in_group(gid: libc::gid_t) -> bool {
-    // SAFETY: getegid takes no arguments and cannot fail.
-    if unsafe { syscall6(libc::SYS_getegid, [0; 6]) } as libc::gid_t == gid {
+/// Is `gid` the effective (or, for `access()`, the real) group or one of the supplementary
+/// groups, as the kernel's `in_group_p` asks? At most 256 supplementary groups are looked at.
+pub fn in_group(gid: libc::gid_t, effective: bool) -> bool {
+    let own = if effective {
+        libc::SYS_getegid
+    } else {
+        libc::SYS_getgid
+    };
+    // SAFETY: getegid/getgid take no arguments and cannot fail.
+    if unsafe { syscall6(own, [0; 6]) } as libc::gid_t == gid {
         return true;
     }
     let mut groups = [0 as libc::gid_t; 256];

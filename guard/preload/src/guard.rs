@@ -490,13 +490,13 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
 /// mount refuses the script, not its interpreter), when its mode lets the caller execute it.
 /// `access(X_OK)` then answers as the exec will: git runs hooks and shells find scripts only
 /// when that check passes. Decided by the engine's own launch plan; nothing is reported.
-pub fn starts_through_interpreter(path: &[u8]) -> bool {
+pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
     let Ok(c) = execguard_os::CPath::new(path) else {
         return false;
     };
     // SAFETY: `c` is NUL-terminated.
     match unsafe { raw::stat(c.ptr()) } {
-        Ok(st) if mode_lets_caller_execute(&st) => {}
+        Ok(st) if mode_lets_caller_execute(&st, effective_ids) => {}
         _ => return false,
     }
     state::with(|loaded| {
@@ -527,19 +527,24 @@ pub fn starts_through_interpreter(path: &[u8]) -> bool {
 
 /// The kernel's permission check for executing a regular file, from its mode (the part of
 /// `generic_permission` a `noexec` mount or Landlock stops the kernel from answering): root
-/// needs one execute bit, others the bit of their class.
-fn mode_lets_caller_execute(st: &libc::stat) -> bool {
+/// needs one execute bit, others the bit of their class. `access()` asks for the real ids,
+/// `AT_EACCESS` for the effective ones.
+fn mode_lets_caller_execute(st: &libc::stat, effective_ids: bool) -> bool {
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return false;
     }
-    let uid = raw::geteuid();
+    let uid = if effective_ids {
+        raw::geteuid()
+    } else {
+        raw::getuid()
+    };
     if uid == 0 {
         return st.st_mode & 0o111 != 0;
     }
     if uid == st.st_uid {
         return st.st_mode & 0o100 != 0;
     }
-    if raw::in_group(st.st_gid) {
+    if raw::in_group(st.st_gid, effective_ids) {
         return st.st_mode & 0o010 != 0;
     }
     st.st_mode & 0o001 != 0

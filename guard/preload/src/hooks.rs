@@ -774,7 +774,10 @@ unsafe fn access_as_exec_will(
             // Only the execute part was refused? Then the interpreter launch decides it.
             // SAFETY: forwarded contract.
             let rest_ok = unsafe { raw::faccessat(dirfd, path, mode & !libc::X_OK, flags) }.is_ok();
-            if decidable && rest_ok && crate::guard::starts_through_interpreter(name) {
+            if decidable
+                && rest_ok
+                && crate::guard::starts_through_interpreter(name, flags & libc::AT_EACCESS != 0)
+            {
                 0
             } else {
                 fail_errno(libc::EACCES)
