@@ -296,11 +296,9 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
-    // The audit log is written by the guard in every process: it joins the write set (as a
-    // file), so it is never also executable.
-    let p =
-        execguard_seal::Partition::new(policy.mutable_roots().chain(policy.audit_log()).map(path))
-            .with_exec_dirs(policy.exec_dirs().map(path));
+    let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
+        .with_exec_dirs(policy.exec_dirs().map(path))
+        .with_append_files(policy.audit_log().map(path));
     match policy.profile() {
         Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
         _ => p,

@@ -751,131 +751,46 @@ pub unsafe extern "C" fn fork() -> pid_t {
     unsafe { real() }
 }
 
-#[link_section = ".data"]
-static REAL_FACCESSAT: Real = Real::new(b"faccessat\0");
-
-/// `access(X_OK)` under the W^X seal: the write set is mounted `noexec`, where the kernel
-/// answers `EACCES` to `X_OK` whatever the mode bits, so programs that test before they run
-/// (git's hook lookup, `test -x`) would skip the workspace scripts the guard starts through
-/// their interpreter. On that refusal only, for a regular file, the answer is the one an exec
-/// mount gives (the mode bits): the exec itself is still decided by the guard, and the kernel
-/// still refuses native code there. Every other call is the plain system call.
-fn access_at(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int {
-    let call = |mode: c_int| -> c_long {
-        if flags == 0 {
-            // SAFETY: faccessat's arguments forwarded; the kernel validates `path`.
-            unsafe {
-                raw::syscall6(
-                    libc::SYS_faccessat,
-                    [dirfd as c_long, path as c_long, mode as c_long, 0, 0, 0],
-                )
-            }
-        } else {
-            // SAFETY: as above, with faccessat2 (Linux 5.8), which takes the flags.
-            let r = unsafe {
-                raw::syscall6(
-                    libc::SYS_faccessat2,
-                    [
-                        dirfd as c_long,
-                        path as c_long,
-                        mode as c_long,
-                        flags as c_long,
-                        0,
-                        0,
-                    ],
-                )
-            };
-            if r != -c_long::from(libc::ENOSYS) {
-                return r;
-            }
-            let Some(real) = REAL_FACCESSAT.get() else {
-                return r;
-            };
-            // SAFETY: dlsym returned glibc's faccessat, whose type this is; it emulates the
-            // flags on kernels without faccessat2.
-            let real: unsafe extern "C" fn(c_int, *const c_char, c_int, c_int) -> c_int =
-                unsafe { core::mem::transmute::<usize, _>(real) };
-            // SAFETY: forwarded as the caller made it.
-            match unsafe { real(dirfd, path, mode, flags) } {
-                0 => 0,
-                // SAFETY: __errno_location returns this thread's errno slot.
-                _ => -c_long::from(unsafe { *libc::__errno_location() }),
+/// The `access` family, asked whether a file may be executed: a mutable script that the guard
+/// starts through its interpreter is executable, although the seal or a `noexec` mount makes
+/// the kernel say no (git skips a hook, and bash a command on `PATH`, that `access(X_OK)`
+/// calls non-executable). Every other answer is the kernel's.
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string (the callers' contract).
+unsafe fn access_as_exec_will(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_int,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    match unsafe { raw::faccessat(dirfd, path, mode, flags) } {
+        Ok(()) => 0,
+        Err(libc::EACCES) if mode & libc::X_OK != 0 => {
+            // SAFETY: forwarded contract.
+            let name = unsafe { c_bytes(path) };
+            let decidable = dirfd == libc::AT_FDCWD || name.starts_with(b"/");
+            // Only the execute part was refused? Then the interpreter launch decides it.
+            // SAFETY: forwarded contract.
+            let rest_ok = unsafe { raw::faccessat(dirfd, path, mode & !libc::X_OK, flags) }.is_ok();
+            if decidable
+                && rest_ok
+                && crate::guard::starts_through_interpreter(name, flags & libc::AT_EACCESS != 0)
+            {
+                0
+            } else {
+                fail_errno(libc::EACCES)
             }
         }
-    };
-    let ret = call(mode);
-    if ret == -c_long::from(libc::EACCES)
-        && mode & libc::X_OK != 0
-        && crate::state::with(|l| l.policy().is_ok_and(|p| p.seal()))
-        && mode_allows_exec(dirfd, path, flags)
-        && call(mode & !libc::X_OK) == 0
-    {
-        return 0;
-    }
-    libc_result(ret) as c_int
-}
-
-/// Do the mode bits of this regular file let the caller (real or, with `AT_EACCESS`,
-/// effective ids) execute it?
-fn mode_allows_exec(dirfd: c_int, path: *const c_char, flags: c_int) -> bool {
-    // SAFETY: all-zero is a valid `stat`.
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    // SAFETY: fstatat writes only into `st`; the kernel validates `path`.
-    let r = unsafe {
-        raw::syscall6(
-            libc::SYS_newfstatat,
-            [
-                dirfd as c_long,
-                path as c_long,
-                &mut st as *mut libc::stat as c_long,
-                (flags & libc::AT_SYMLINK_NOFOLLOW) as c_long,
-                0,
-                0,
-            ],
-        )
-    };
-    if r != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return false;
-    }
-    let effective = flags & libc::AT_EACCESS != 0;
-    let id = |real: c_long, eff: c_long| {
-        // SAFETY: get[e]uid/get[e]gid take no arguments and cannot fail.
-        unsafe { raw::syscall6(if effective { eff } else { real }, [0; 6]) as u32 }
-    };
-    let uid = id(libc::SYS_getuid, libc::SYS_geteuid);
-    let gid = id(libc::SYS_getgid, libc::SYS_getegid);
-    if uid == 0 {
-        return st.st_mode & 0o111 != 0;
-    }
-    if uid == st.st_uid {
-        return st.st_mode & 0o100 != 0;
-    }
-    let mut groups = [0u32; 64];
-    // SAFETY: getgroups writes at most `groups.len()` ids into the buffer.
-    let n = unsafe {
-        raw::syscall6(
-            libc::SYS_getgroups,
-            [
-                groups.len() as c_long,
-                groups.as_mut_ptr() as c_long,
-                0,
-                0,
-                0,
-                0,
-            ],
-        )
-    };
-    let in_group = gid == st.st_gid || (n > 0 && groups[..n as usize].contains(&st.st_gid));
-    if in_group {
-        st.st_mode & 0o010 != 0
-    } else {
-        st.st_mode & 0o001 != 0
+        Err(e) => fail_errno(e),
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
-    access_at(libc::AT_FDCWD, path, mode, 0)
+    // SAFETY: access's contract.
+    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, 0) }
 }
 
 #[no_mangle]
@@ -885,15 +800,18 @@ pub unsafe extern "C" fn faccessat(
     mode: c_int,
     flags: c_int,
 ) -> c_int {
-    access_at(dirfd, path, mode, flags)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
-    access_at(libc::AT_FDCWD, path, mode, libc::AT_EACCESS)
+    // SAFETY: faccessat's contract.
+    unsafe { access_as_exec_will(dirfd, path, mode, flags) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
-    access_at(libc::AT_FDCWD, path, mode, libc::AT_EACCESS)
+    // SAFETY: eaccess's contract.
+    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: euidaccess's contract.
+    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
 }
