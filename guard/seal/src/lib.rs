@@ -196,8 +196,8 @@ pub struct Partition {
     /// profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
     /// Existing files outside the write set that the session appends to (the audit log the
-    /// guard writes): granted the file write rights alone, so they can be neither executed
-    /// nor replaced.
+    /// guard writes): granted the file write rights alone and left out of every execute
+    /// grant (and mounted `noexec` in the namespace), so they are written, never run.
     pub append_files: Vec<PathBuf>,
 }
 
@@ -351,8 +351,15 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
     let write = write_rights(abi);
     let file_rights = AccessFs::from_file(abi_of(abi));
     let mut out = Vec::new();
-    // Execute: everything outside the write set, plus the exec dirs.
-    for path in grants(&partition.write_set) {
+    // Execute: everything outside the write set and the append files (a file the session
+    // writes must never be executable, wherever it lies), plus the exec dirs.
+    let written: Vec<PathBuf> = partition
+        .write_set
+        .iter()
+        .chain(&partition.append_files)
+        .cloned()
+        .collect();
+    for path in grants(&written) {
         out.push(Grant {
             path,
             access: AccessFs::Execute.into(),
@@ -677,6 +684,19 @@ mod tests {
                 .iter()
                 .any(|g| g.side == "write" && g.path == Path::new("/dev")));
         }
+        // An append file outside the write set: file write rights, and no execute grant at or
+        // above it.
+        let outside = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let log = outside.path().canonicalize().unwrap().join("audit.jsonl");
+        std::fs::write(&log, b"").unwrap();
+        let with_log = p.clone().with_append_files([log.clone()]);
+        let plan_log = plan(&with_log, 7, true);
+        let g = plan_log.iter().find(|g| g.side == "append").unwrap();
+        assert_eq!(g.path, log);
+        assert!(g.access.contains(AccessFs::WriteFile) && !g.access.contains(AccessFs::Execute));
+        assert!(!plan_log
+            .iter()
+            .any(|g| g.access.contains(AccessFs::Execute) && log.starts_with(&g.path)));
         let dev = p.clone().with_both([home.join("ws")]);
         let plan = plan(&dev, 7, true);
         let ws = plan.iter().find(|g| g.side == "both").unwrap();
