@@ -490,6 +490,9 @@ where
         let requested = chain.get(chain.current);
         check_allowed(policy, requested, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
+        if depth == 0 && policy.is_own_loader(requested, kpath) {
+            check_own_loader(sys, ctx, requested, chain.args(), req.envp)?;
+        }
         if !hop.readable {
             return if mutable {
                 Err(deny(Reason::UnreadableMutable, kpath))
@@ -850,6 +853,96 @@ fn check_loader<'a, S: Sys>(
             )?;
         }
         return Ok(());
+    }
+    Ok(())
+}
+
+/// qemu-user's options that take a separate value (valgrind's never do: `--opt=value`).
+const QEMU_VALUED: [&[u8]; 17] = [
+    b"-g",
+    b"-L",
+    b"-s",
+    b"-cpu",
+    b"-E",
+    b"-U",
+    b"-0",
+    b"-r",
+    b"-d",
+    b"-D",
+    b"-dfilter",
+    b"-p",
+    b"-seed",
+    b"-trace",
+    b"-plugin",
+    b"-B",
+    b"-R",
+];
+
+/// A program with its own loader (valgrind, qemu-user, ...; the policy's `own_loaders`) maps
+/// the program named by its first non-option argument without exec'ing it: refused, as for
+/// the dynamic loader, when that is an ELF file from a mutable root. A name without `/` is
+/// looked up both as a file in the current directory (qemu) and on `PATH` (valgrind).
+#[inline(never)]
+fn check_own_loader<'a, S: Sys, E: StrList + ?Sized>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    loader: &[u8],
+    mut args: impl Iterator<Item = &'a [u8]>,
+    envp: &E,
+) -> Result<(), Verdict> {
+    let qemu = basename(loader).starts_with(b"qemu-");
+    let program = loop {
+        let Some(arg) = args.next() else {
+            return Ok(());
+        };
+        if arg == b"--" {
+            match args.next() {
+                Some(p) => break p,
+                None => return Ok(()),
+            }
+        }
+        if !arg.starts_with(b"-") || arg == b"-" {
+            break arg;
+        }
+        if qemu && QEMU_VALUED.contains(&arg) {
+            args.next();
+        }
+    };
+    check_loaded_program(sys, ctx, program)?;
+    if !program.contains(&b'/') {
+        let search = env_get(envp, b"PATH").unwrap_or(DEFAULT_PATH);
+        for dir in search.split(|&c| c == b':') {
+            let Ok(candidate) = PathBuf::join(dir, program) else {
+                continue;
+            };
+            if sys.is_executable(candidate.as_bytes()) {
+                return check_loaded_program(sys, ctx, candidate.as_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One program a loader of its own would map: refused when it is a mutable (or anonymous) ELF.
+fn check_loaded_program<S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    program: &[u8],
+) -> Result<(), Verdict> {
+    let mut hop = Hop::new();
+    if inspect(sys, At::Cwd(program), true, &mut hop).is_err() || !hop.info.is_regular() {
+        return Ok(()); // nothing there to map: the loader fails on its own
+    }
+    let kpath = hop.kpath.as_bytes();
+    let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
+    let elf = hop.head[..hop.head_len].starts_with(b"\x7fELF");
+    if (elf || !hop.readable) && (anonymous || ctx.policy.mutable_root_of(kpath).is_some()) {
+        check_native(
+            ctx.policy.profile(),
+            anonymous,
+            Reason::MutableNative,
+            kpath,
+        )?;
     }
     Ok(())
 }
