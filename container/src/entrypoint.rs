@@ -340,7 +340,17 @@ fn prepare(
         // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
         // PID 1 seals itself; the provider and everything it starts inherit the seal.
         let roots = seal_roots(paths);
-        execguard_seal::seal(&roots).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        // The W^X partition and the session seccomp filter; the image makes its own noexec
+        // mounts, so none are made here.
+        execguard_seal::seal(
+            &execguard_seal::Partition::new(roots),
+            &execguard_seal::Options {
+                memfd_noexec: true,
+                mounts: execguard_seal::MountsMode::Off,
+                reduced: None,
+            },
+        )
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     }
 
     let mut cmd = match mode {

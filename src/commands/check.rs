@@ -71,7 +71,13 @@ fn policy_for(args: &Args) -> Result<Loaded> {
         None => std::env::current_dir()?,
     };
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::discovered_default_policy(&workspace, profile, None, false)?;
+    let text = session::discovered_default_policy(
+        &workspace,
+        profile,
+        None,
+        true,
+        &session::ExecDirChoice::default(),
+    )?;
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),

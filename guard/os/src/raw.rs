@@ -281,6 +281,29 @@ pub fn abort() -> ! {
     }
 }
 
+/// An anonymous private read-write mapping of `len` bytes (zero-filled), or the errno.
+pub fn map_anonymous(len: usize) -> Result<*mut u8, c_int> {
+    let a = [
+        0,
+        len as c_long,
+        (libc::PROT_READ | libc::PROT_WRITE) as c_long,
+        (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as c_long,
+        -1,
+        0,
+    ];
+    // SAFETY: a new anonymous mapping at an address the kernel picks aliases no live memory.
+    unsafe { call(libc::SYS_mmap, a) }.map(|p| p as *mut u8)
+}
+
+/// Unmaps what [`map_anonymous`] returned.
+///
+/// # Safety
+/// `ptr`/`len` came from one `map_anonymous` call and nothing refers to that memory any more.
+pub unsafe fn unmap(ptr: *mut u8, len: usize) {
+    // SAFETY: forwarded contract; a failure leaves a mapping, which loses nothing.
+    let _ = unsafe { call(libc::SYS_munmap, [ptr as c_long, len as c_long, 0, 0, 0, 0]) };
+}
+
 /// A `syscall()` number as the kernel reads it: what the guard must decide before passing it on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelCall {
