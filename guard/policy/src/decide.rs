@@ -251,6 +251,9 @@ struct Hop {
     head: [u8; BINPRM_BUF_SIZE],
     head_len: usize,
     readable: bool,
+    /// Could the session make the name this hop was opened by lead elsewhere (it went through
+    /// the write set)? Then the kernel must be handed `kpath` instead.
+    touched: bool,
     kpath: PathBuf,
 }
 
@@ -261,6 +264,7 @@ impl Hop {
             head: [0; BINPRM_BUF_SIZE],
             head_len: 0,
             readable: true,
+            touched: false,
             kpath: PathBuf::new(),
         }
     }
@@ -268,13 +272,22 @@ impl Hop {
 
 /// Opens, identifies and reads the head of one file into `hop` (filled in place: a `Hop` is
 /// over 4 KiB, and moving it cost more than the checks).
-fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Result<(), Verdict> {
+fn inspect<S: Sys>(
+    sys: &mut S,
+    policy: &Policy<'_>,
+    at: At<'_>,
+    follow: bool,
+    hop: &mut Hop,
+) -> Result<(), Verdict> {
     hop.head_len = 0;
     hop.readable = true;
     if let (At::Cwd(path), true) = (at, follow) {
-        if let Some((fd, info)) = resolve::open_resolved(sys, path, OpenMode::Read, &mut hop.kpath)
+        let mut in_write_set = |p: &[u8]| policy.in_write_set(p);
+        if let Some((fd, info, touched)) =
+            resolve::open_resolved_in(sys, path, OpenMode::Read, &mut hop.kpath, &mut in_write_set)
         {
             hop.info = info;
+            hop.touched = touched;
             let head = if info.is_regular() {
                 sys.read_head(&fd, &mut hop.head)
             } else {
@@ -305,6 +318,11 @@ fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Resu
         Ok(())
     })();
     sys.close(fd);
+    // Named through /proc: the walk is unknown, so only an absolute name that is already the
+    // kernel's own (no symlink, no `..`) counts as one the session cannot redirect.
+    let kpath = hop.kpath.as_bytes();
+    hop.touched = policy.in_write_set(kpath)
+        || !matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath));
     result
 }
 
@@ -412,20 +430,28 @@ where
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    match decide_chain(sys, ctx, req, &mut None) {
+    match decide_chain(sys, ctx, req, &mut None, None) {
         Ok(reason) => Verdict::Allow(reason),
         Err(verdict) => verdict,
     }
 }
 
-/// [`decide`], and for an allowed exec whose target is a script in a mutable root (directly or
-/// through nested mutable scripts), the [`Launch`] that starts it through its interpreter.
-/// Only path targets are rewritten: for fd targets the kernel's own script name is a
-/// `/dev/fd/N` path the interpreter usually cannot open.
+/// [`decide`], and what to hand the kernel so that it runs exactly what was decided, whatever
+/// the session renames in the meantime:
+/// - for an allowed exec whose target is a script in a mutable root (directly or through nested
+///   mutable scripts), the [`Launch`] that starts it through its interpreter (which reads the
+///   script as text, so a swap leaves nothing native to run). Only path targets are rewritten:
+///   for fd targets the kernel's own script name is a `/dev/fd/N` path the interpreter usually
+///   cannot open;
+/// - in `exec_as`, when the name given (the target's, or the launch interpreter's) went
+///   through the write set, the file's canonical name, which lies wholly outside it; left
+///   empty when the given name is already one the session cannot redirect (or for fd targets,
+///   which the kernel runs by the descriptor).
 pub fn decide_launch<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
+    exec_as: &mut PathBuf,
 ) -> (Verdict, Option<Launch<'r, A>>)
 where
     S: Sys,
@@ -433,7 +459,8 @@ where
     E: StrList + ?Sized,
 {
     let mut launch = None;
-    match decide_chain(sys, ctx, req, &mut launch) {
+    exec_as.truncate(0);
+    match decide_chain(sys, ctx, req, &mut launch, Some(exec_as)) {
         Ok(reason) => (Verdict::Allow(reason), launch.map(Launch)),
         Err(verdict) => (verdict, None),
     }
@@ -444,6 +471,7 @@ fn decide_chain<'r, S, A, E>(
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
     launch: &mut Option<Chain<'r, A>>,
+    mut exec_as: Option<&mut PathBuf>,
 ) -> Result<Reason, Verdict>
 where
     S: Sys,
@@ -462,7 +490,7 @@ where
 
     let (at, follow) = req.target.at();
     let mut hop = Hop::new();
-    inspect(sys, at, follow, &mut hop)?;
+    inspect(sys, policy, at, follow, &mut hop)?;
     // While every file so far is a mutable script, a launch may be needed.
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     let mut chain = Chain {
@@ -481,10 +509,21 @@ where
         let kpath = hop.kpath.as_bytes();
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
         let mutable = anonymous || policy.mutable_root_of(kpath).is_some();
+        let mut launched_here = false;
         if all_mutable_scripts && !mutable {
             all_mutable_scripts = false;
             if depth > 0 {
                 *launch = Some(chain.clone());
+                launched_here = true;
+            }
+        }
+        // The file the kernel is handed by name (the target, or a launch's interpreter): by
+        // its canonical name when the given one went through the write set.
+        let handed = (depth == 0 && !matches!(req.target, Target::Fd(_))) || launched_here;
+        if handed && !mutable && hop.touched {
+            if let Some(out) = exec_as.take() {
+                out.push_bytes(kpath)
+                    .map_err(|_| deny(Reason::PathTooLong, kpath))?;
             }
         }
         let requested = chain.get(chain.current);
@@ -532,7 +571,7 @@ where
         }
         chain.enter_interpreter(interpreter, argument);
         let next = chain.get(chain.current);
-        inspect(sys, At::Cwd(next), true, &mut hop)?;
+        inspect(sys, policy, At::Cwd(next), true, &mut hop)?;
     }
     unreachable_chain()
 }
@@ -836,7 +875,7 @@ fn check_loader<'a, S: Sys>(
             return Err(deny(Reason::LoaderAmbiguous, arg));
         }
         let mut hop = Hop::new();
-        inspect(sys, At::Cwd(arg), true, &mut hop).map_err(|v| match v {
+        inspect(sys, ctx.policy, At::Cwd(arg), true, &mut hop).map_err(|v| match v {
             Verdict::Kernel(_) => deny(Reason::LoaderAmbiguous, arg),
             other => other,
         })?;
@@ -930,7 +969,8 @@ fn check_loaded_program<S: Sys>(
     program: &[u8],
 ) -> Result<(), Verdict> {
     let mut hop = Hop::new();
-    if inspect(sys, At::Cwd(program), true, &mut hop).is_err() || !hop.info.is_regular() {
+    if inspect(sys, ctx.policy, At::Cwd(program), true, &mut hop).is_err() || !hop.info.is_regular()
+    {
         return Ok(()); // nothing there to map: the loader fails on its own
     }
     let kpath = hop.kpath.as_bytes();

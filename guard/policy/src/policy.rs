@@ -651,6 +651,13 @@ impl<'a> Policy<'a> {
             })
     }
 
+    /// Does `canonical_path` lie in the write set, exec dirs included (the session may rename or
+    /// replace what is there, even where it may not write into an exec dir itself)?
+    pub fn in_write_set(&self, canonical_path: &[u8]) -> bool {
+        self.mutable_roots()
+            .any(|root| is_under(canonical_path, root) || may_be_under(canonical_path, root))
+    }
+
     pub fn has_allow_list(&self) -> bool {
         self.index.n_allowed > 0
     }
