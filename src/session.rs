@@ -267,7 +267,8 @@ pub fn policy_in_force() -> Result<Option<Loaded>> {
 
 /// A policy text given by the user (`--policy FILE`).
 pub fn policy_file(path: &Path) -> Result<Loaded> {
-    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        crate::input::read_policy(path).map_err(|e| anyhow::anyhow!("policy_invalid: {e}"))?;
     let policy = Policy::parse(&text)
         .map_err(|e| anyhow::anyhow!("policy_invalid: {}: {e}", path.display()))?;
     let profile = policy.profile();

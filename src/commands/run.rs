@@ -5,6 +5,7 @@
 
 use crate::exec::{decide_command, lossy};
 use crate::session::{self, guard_library};
+use crate::start;
 use crate::toolchain;
 use anyhow::{bail, Result};
 use execguard_load::{Loaded, Source, POLICY_ENV};
@@ -26,7 +27,8 @@ pub struct Args {
     /// Use this policy file instead of the embedded default
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// Append one JSON record per refusal to this file
+    /// Append one JSON record per refusal to this file (default: audit.jsonl in the user's
+    /// runtime directory, $XDG_RUNTIME_DIR/execguard or /tmp/execguard-UID)
     #[arg(long, conflicts_with = "policy")]
     audit: Option<PathBuf>,
     /// Accepted for compatibility: every session is sealed (W^X) unless --allow-unsealed
@@ -73,13 +75,18 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
+    let workspace = start::check_workspace(&workspace)?;
+    let audit = match &args.audit {
+        Some(a) => a.clone(),
+        None => start::default_audit_log()?,
+    };
     let profile = args.profile.unwrap_or(Profile::Strict);
     // Breakglass has no partition (recorded in its profile); every other session is sealed.
     let seal = profile != Profile::Breakglass && seal_available(args.allow_unsealed)?;
     let text = session::discovered_default_policy(
         &workspace,
         profile,
-        args.audit.as_deref(),
+        Some(&audit),
         seal,
         &session::ExecDirChoice {
             add: args.exec_dir.clone(),
@@ -109,6 +116,12 @@ fn seal_available(allow_unsealed: bool) -> Result<bool> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
+    if let Some(log) = policy.audit_log() {
+        start::check_audit_log(log)?;
+        if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
+            start::announce_default_log(log);
+        }
+    }
     let lib = guard_library()?;
     // A guard the session can rewrite guards nothing.
     if let Some(root) = policy.mutable_root_of(lib.as_os_str().as_bytes()) {
@@ -160,16 +173,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &args.command,
         &env,
     );
+    if let Verdict::Deny { reason, path, .. } = &decision.verdict {
+        eprintln!(
+            "execguard: denied {}: {}",
+            reason.code(),
+            lossy(path.as_bytes())
+        );
+    }
+    if start::audit_first_command(&policy, &decision.verdict, &args.command, &decision.target)
+        .is_err()
+    {
+        return Ok(ExitCode::from(126));
+    }
     match &decision.verdict {
         Verdict::Allow(_) => {}
-        Verdict::Deny { reason, path, .. } => {
-            eprintln!(
-                "execguard: denied {}: {}",
-                reason.code(),
-                lossy(path.as_bytes())
-            );
-            return Ok(ExitCode::from(126));
-        }
+        Verdict::Deny { .. } => return Ok(ExitCode::from(126)),
         Verdict::Kernel(errno) => {
             let err = std::io::Error::from_raw_os_error(*errno);
             eprintln!("execguard: {}: {err}", lossy(&decision.target));

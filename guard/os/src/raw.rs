@@ -165,6 +165,20 @@ pub fn write(fd: c_int, buf: &[u8]) -> Result<usize, c_int> {
     unsafe { call(libc::SYS_write, a) }.map(|n| n as usize)
 }
 
+/// `lseek(fd, offset, whence)`: the resulting offset.
+pub fn lseek(fd: c_int, offset: i64, whence: c_int) -> Result<u64, c_int> {
+    let a = [fd as c_long, offset as c_long, whence as c_long, 0, 0, 0];
+    // SAFETY: lseek takes no pointers; the kernel checks the descriptor.
+    unsafe { call(libc::SYS_lseek, a) }.map(|o| o as u64)
+}
+
+/// `ftruncate(fd, len)`.
+pub fn ftruncate(fd: c_int, len: u64) -> Result<(), c_int> {
+    let a = [fd as c_long, len as c_long, 0, 0, 0, 0];
+    // SAFETY: ftruncate takes no pointers; the kernel checks the descriptor.
+    unsafe { call(libc::SYS_ftruncate, a) }.map(|_| ())
+}
+
 /// `close(fd)`. A failed close of a descriptor the caller opened loses nothing.
 pub fn close(fd: c_int) {
     // SAFETY: closing an integer; the kernel checks it.

@@ -22,6 +22,7 @@ pub mod resolve;
 pub mod shebang;
 pub mod sys;
 pub mod text;
+pub mod workspace;
 
 pub use decide::{
     decide, decide_code_dirs, decide_launch, decide_object, Context, Launch, Request, RuntimeIds,

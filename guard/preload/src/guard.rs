@@ -4,12 +4,10 @@
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
 use core::mem::MaybeUninit;
 use execguard_os::{raw, CList, LibcSys};
-use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
+use execguard_policy::audit::{format_denial, Decision};
 use execguard_policy::path::{PathBuf, PATH_MAX};
 use execguard_policy::sys::{StrList, EACCES};
-use execguard_policy::{
-    decide_launch, Context, Launch, Policy, Profile, Reason, Request, Target, Verdict,
-};
+use execguard_policy::{decide_launch, Context, Launch, Policy, Reason, Request, Target, Verdict};
 use libc::{c_char, c_int};
 
 /// The libc entry point that was called (audit records name it).
@@ -379,43 +377,26 @@ fn report(
     let Some(log) = policy.and_then(|p| p.audit_log()) else {
         return true;
     };
-    let (sec, nsec) = raw::realtime();
-    let record = Record {
-        time: (sec.max(0) as u64, nsec.max(0) as u32),
-        pid: raw::getpid(),
-        uid: raw::getuid(),
-        tool: "guard",
-        entry: entry.name(),
-        allowed,
-        reason,
-        profile: policy.map_or(Profile::Strict, |p| p.profile()),
+    let record = execguard_os::audit::stamp(
+        "guard",
+        entry.name(),
+        if allowed {
+            Decision::Allow
+        } else {
+            Decision::Deny
+        },
+        reason.code(),
+        policy.map(|p| p.profile()),
         path,
         target,
-    };
-    let mut buf = [0u8; RECORD_MAX];
-    let n = format_record(&record, &mut buf);
-    let written = append(log, &buf[..n]);
+    );
+    // Whole or not at all: a fragment would glue itself to the next record.
+    let written = execguard_os::audit::append(log, &record).is_ok();
     if !written {
         let n = format_denial("execguard", Reason::AuditUnwritable, log, &mut line);
         write_all(2, &line[..n]);
     }
     written
-}
-
-/// One `O_APPEND` write of a whole record, so concurrent writers never interleave.
-fn append(path: &[u8], record: &[u8]) -> bool {
-    let Ok(c) = execguard_os::CPath::new(path) else {
-        return false;
-    };
-    let flags =
-        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    // SAFETY: `c` is NUL-terminated.
-    let Ok(fd) = (unsafe { raw::open(c.ptr(), flags, 0o600) }) else {
-        return false;
-    };
-    let written = raw::write(fd, record);
-    raw::close(fd);
-    written == Ok(record.len())
 }
 
 fn write_all(fd: c_int, mut bytes: &[u8]) {
