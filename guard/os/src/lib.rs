@@ -273,6 +273,17 @@ impl Sys for LibcSys {
         ok && self.stat(path).is_ok_and(|i| i.is_regular())
     }
 
+    fn may_write(&mut self, path: &[u8]) -> bool {
+        // SAFETY: `c` is NUL-terminated.
+        with_c_path(path, |c| unsafe { raw::writable(c) }).unwrap_or(false)
+    }
+
+    fn bypasses_permissions(&mut self) -> bool {
+        // Root owns the system's files (its owner bits let it write them); CAP_DAC_OVERRIDE
+        // (root's, or one kept across setuid before an exec) makes every access check pass.
+        raw::geteuid() == 0 || raw::has_effective_cap(raw::CAP_DAC_OVERRIDE)
+    }
+
     fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
         let (buf, room) = (out.as_mut_ptr() as c_long, out.len() as c_long);
         // SAFETY: readlinkat writes at most `room` bytes at `buf`.

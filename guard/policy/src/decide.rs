@@ -270,6 +270,45 @@ impl Hop {
     }
 }
 
+/// The one "mutable" predicate (docs/write-set.md): may the session change the file the kernel
+/// names `kpath`? It may when the file lies in the write set (outside the exec dirs), and, when
+/// the kernel does not enforce the partition (no seal), when the session's user could write it
+/// or any directory above it by permission (a directory it can write lets it replace the file).
+/// A file with no name on disk is mutable too. Used for targets, interpreters, loader
+/// programs, preloaded objects, library directories and `dlopen`.
+pub fn is_mutable<S: Sys>(sys: &mut S, policy: &Policy<'_>, kpath: &[u8], nlink: u64) -> bool {
+    is_anonymous(kpath)
+        || nlink == 0
+        || policy.mutable_root_of(kpath).is_some()
+        || (!policy.seal() && writable_by_session(sys, kpath))
+}
+
+/// May the session's user (not root: it bypasses permissions) write `path` or a directory
+/// above it?
+fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
+    if !path.starts_with(b"/") || sys.bypasses_permissions() {
+        return false;
+    }
+    let mut p = path;
+    loop {
+        if sys.may_write(p) {
+            return true;
+        }
+        match p.iter().rposition(|&c| c == b'/') {
+            Some(0) if p.len() > 1 => p = b"/",
+            Some(i) if i > 0 => p = &p[..i],
+            _ => return false,
+        }
+    }
+}
+
+/// Could the session make a name that goes through `prefix` lead elsewhere (the write set,
+/// or, unsealed, a directory it can write)?
+fn redirectable<S: Sys>(sys: &mut S, policy: &Policy<'_>, prefix: &[u8]) -> bool {
+    policy.in_write_set(prefix)
+        || (!policy.seal() && !sys.bypasses_permissions() && sys.may_write(prefix))
+}
+
 /// Opens, identifies and reads the head of one file into `hop` (filled in place: a `Hop` is
 /// over 4 KiB, and moving it cost more than the checks).
 fn inspect<S: Sys>(
@@ -282,7 +321,7 @@ fn inspect<S: Sys>(
     hop.head_len = 0;
     hop.readable = true;
     if let (At::Cwd(path), true) = (at, follow) {
-        let mut in_write_set = |p: &[u8]| policy.in_write_set(p);
+        let mut in_write_set = |sys: &mut S, p: &[u8]| redirectable(sys, policy, p);
         if let Some((fd, info, touched)) =
             resolve::open_resolved_in(sys, path, OpenMode::Read, &mut hop.kpath, &mut in_write_set)
         {
@@ -321,8 +360,8 @@ fn inspect<S: Sys>(
     // Named through /proc: the walk is unknown, so only an absolute name that is already the
     // kernel's own (no symlink, no `..`) counts as one the session cannot redirect.
     let kpath = hop.kpath.as_bytes();
-    hop.touched = policy.in_write_set(kpath)
-        || !matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath));
+    hop.touched = !matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath))
+        || redirectable(sys, policy, kpath);
     result
 }
 
@@ -508,7 +547,7 @@ where
         }
         let kpath = hop.kpath.as_bytes();
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
-        let mutable = anonymous || policy.mutable_root_of(kpath).is_some();
+        let mutable = is_mutable(sys, policy, kpath, hop.info.nlink);
         let mut launched_here = false;
         if all_mutable_scripts && !mutable {
             all_mutable_scripts = false;
@@ -794,7 +833,7 @@ fn check_mutable_object<S: Sys>(
     };
     let kp = kpath.as_bytes();
     let anonymous = is_anonymous(kp) || info.nlink == 0;
-    if anonymous || ctx.policy.mutable_root_of(kp).is_some() {
+    if is_mutable(sys, ctx.policy, kp, info.nlink) {
         check_native(profile, anonymous, reason, kp)?;
     }
     Ok(())
@@ -883,7 +922,7 @@ fn check_loader<'a, S: Sys>(
         check_allowed(ctx.policy, arg, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
-        if anonymous || ctx.policy.mutable_root_of(kpath).is_some() {
+        if is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
             check_native(
                 ctx.policy.profile(),
                 anonymous,
@@ -976,7 +1015,7 @@ fn check_loaded_program<S: Sys>(
     let kpath = hop.kpath.as_bytes();
     let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
     let elf = hop.head[..hop.head_len].starts_with(b"\x7fELF");
-    if (elf || !hop.readable) && (anonymous || ctx.policy.mutable_root_of(kpath).is_some()) {
+    if (elf || !hop.readable) && is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
         check_native(
             ctx.policy.profile(),
             anonymous,

@@ -27,7 +27,7 @@ pub fn open_resolved<S: Sys>(
     mode: OpenMode,
     name: &mut PathBuf,
 ) -> Option<(S::Fd, FileInfo)> {
-    open_resolved_in(sys, path, mode, name, &mut |_| false).map(|(fd, info, _)| (fd, info))
+    open_resolved_in(sys, path, mode, name, &mut |_, _| false).map(|(fd, info, _)| (fd, info))
 }
 
 /// [`open_resolved`], also saying whether the walk went through a place `in_write_set` names
@@ -38,7 +38,7 @@ pub fn open_resolved_in<S: Sys>(
     path: &[u8],
     mode: OpenMode,
     name: &mut PathBuf,
-    in_write_set: &mut dyn FnMut(&[u8]) -> bool,
+    in_write_set: &mut dyn FnMut(&mut S, &[u8]) -> bool,
 ) -> Option<(S::Fd, FileInfo, bool)> {
     let mut touched = false;
     let (fd, walked) = walk(sys, path, mode, name, in_write_set, &mut touched)?;
@@ -64,7 +64,7 @@ fn walk<S: Sys>(
     path: &[u8],
     mode: OpenMode,
     out: &mut PathBuf,
-    in_write_set: &mut dyn FnMut(&[u8]) -> bool,
+    in_write_set: &mut dyn FnMut(&mut S, &[u8]) -> bool,
     touched: &mut bool,
 ) -> Option<(S::Fd, bool)> {
     // A trailing slash asks for a directory: never an exec target, leave it to the kernel.
@@ -83,7 +83,7 @@ fn walk<S: Sys>(
         if !out.as_bytes().starts_with(b"/") {
             return None; // "(unreachable)": the cwd is outside this process's root
         }
-        *touched |= in_write_set(out.as_bytes());
+        *touched |= in_write_set(sys, out.as_bytes());
         if out.as_bytes() == b"/" {
             out.truncate(0);
         }
@@ -109,7 +109,7 @@ fn walk<S: Sys>(
             }
             // Every directory of a plain rest is a prefix of this name: if none of them were
             // in the write set, neither is this name, and the other way round.
-            *touched |= in_write_set(out.as_bytes());
+            *touched |= in_write_set(sys, out.as_bytes());
             match sys.open_exact(out.as_bytes(), mode) {
                 Ok(fd) => return Some((fd, relative || stepped)),
                 Err(ELOOP) if !rest.is_empty() => {
@@ -135,7 +135,7 @@ fn walk<S: Sys>(
                 let resolved = out.as_bytes().len();
                 out.push_bytes(b"/").ok()?;
                 out.push_bytes(&pending[component]).ok()?;
-                *touched |= in_write_set(out.as_bytes());
+                *touched |= in_write_set(sys, out.as_bytes());
                 // The link text takes the component's place, just before the `/` (if any)
                 // that starts what is left.
                 match sys.read_link(out.as_bytes(), &mut pending[..next]) {
