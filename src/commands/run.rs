@@ -221,8 +221,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         session::record_assurance(&policy, false, why, &args.command)?;
     }
-    // Under the seal the kernel refuses a mutable script itself: start its interpreter with the
-    // argv the kernel would have built, as the guard does for every later exec.
+    // A mutable script starts through its interpreter with the argv the kernel would have
+    // built (under the seal the kernel refuses the script itself; unsealed, a swap after the
+    // decision must change nothing), as the guard does for every later exec.
     let (program, arg0, rest): (OsString, OsString, Vec<OsString>) = match decision.launch {
         Some((program, argv)) => {
             let mut argv = argv.into_iter().map(crate::exec::os);
@@ -230,7 +231,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             (crate::exec::os(program), arg0, argv.collect())
         }
         None => (
-            crate::exec::os(decision.target.clone()),
+            crate::exec::os(decision.program.clone()),
             args.command[0].clone(),
             args.command[1..].to_vec(),
         ),
