@@ -263,14 +263,10 @@ fn prepare(
 
     let as_root = sys::geteuid() == 0;
     let start = match (as_root, session.mutability) {
-        (true, Mutability::Ephemeral) => Start::Root,
+        // A read-only root started as root: the entrypoint records the runtime state and
+        // hardens the write set's mounts with the capabilities it holds until the drop.
+        (true, _) => Start::Root,
         (false, Mutability::Readonly) => Start::Unprivileged,
-        (true, Mutability::Readonly) => {
-            return Err(Refusal::new(
-                "mutability_mismatch",
-                "readonly sessions start as the mapped user, not root",
-            ))
-        }
         (false, Mutability::Ephemeral) => {
             return Err(Refusal::new(
                 "mutability_mismatch",
@@ -291,6 +287,18 @@ fn prepare(
                 ));
             }
         }
+    }
+
+    // Without root nothing can record the session's profile for the guard, which then holds the
+    // image policy's (strict): another profile would be one layer's word against another's.
+    if start == Start::Unprivileged && session.profile != execguard_policy::Profile::Strict {
+        return Err(Refusal::new(
+            "profile_unrecordable",
+            format!(
+                "profile {} needs a root start to record it for the guard (execguard image run does that); an unprivileged start runs strict only",
+                session.profile.as_str()
+            ),
+        ));
     }
 
     manifest::verify_manifest(paths, &session.manifest_sha256)
@@ -326,6 +334,55 @@ fn prepare(
             sealed = false;
         }
     }
+    // noexec for the write set: the one kernel control for mappings (mmap PROT_EXEC) of files
+    // the session writes. Profiles that allow workspace-built programs keep exec there.
+    let strict = session.profile == execguard_policy::Profile::Strict;
+    let roots: Vec<PathBuf> = seal_roots(paths)
+        .into_iter()
+        .filter(|r| r.exists())
+        .collect();
+    let exec_allowed: Vec<PathBuf> = if strict {
+        Vec::new()
+    } else {
+        vec![paths.workspace.clone()]
+    };
+    let hardened = if start == Start::Root {
+        crate::noexec::harden(&roots, &exec_allowed).err()
+    } else {
+        None
+    };
+    let mounts = crate::noexec::read_mounts()
+        .map_err(|e| Refusal::new("noexec_unavailable", format!("/proc/self/mountinfo: {e}")))?;
+    let exec_mounts: Vec<String> = crate::noexec::write_set_mounts(&mounts, &roots, &exec_allowed)
+        .into_iter()
+        .filter(|c| !c.noexec)
+        .map(|c| c.mount_point.display().to_string())
+        .collect();
+    if strict && !exec_mounts.is_empty() {
+        if !session.allow_exec_mappings {
+            let why = match &hardened {
+                Some(e) => format!(" (remount failed: {e})"),
+                None if start == Start::Unprivileged => {
+                    " (an unprivileged start cannot remount)".into()
+                }
+                None => String::new(),
+            };
+            return Err(Refusal::new(
+                "noexec_unavailable",
+                format!(
+                    "writable and not noexec: {}{why}; start as root with CAP_SYS_ADMIN (execguard image run does), mount them noexec (Kubernetes: bindMountOptions), or set {}=1 for reduced assurance",
+                    exec_mounts.join(", "),
+                    crate::env::VAR_ALLOW_EXEC_MAPPINGS
+                ),
+            ));
+        }
+        eprintln!(
+            "{NAME}: warning: writable and not noexec: {} (exec mappings there are stopped only by the guard; reduced assurance)",
+            exec_mounts.join(", ")
+        );
+        reductions.push(Reduction::ExecMappings);
+    }
+
     let state = RuntimeState {
         agent: session.agent,
         profile: session.profile,
@@ -335,7 +392,11 @@ fn prepare(
     };
 
     let mut user_name = session.user_name.clone();
-    let owner = if start == Start::Root {
+    let owner = if start == Start::Root && session.mutability == Mutability::Readonly {
+        // The root file system is read-only: no passwd entry is added (the image user has one).
+        write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        Some((session.host_uid, session.host_gid))
+    } else if start == Start::Root {
         write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
         let mapped = user::add_mapped_user(
             &paths.etc,
@@ -381,7 +442,17 @@ fn prepare(
         // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
         // PID 1 seals itself; the provider and everything it starts inherit the seal.
         let roots = seal_roots(paths);
-        execguard_seal::seal(&roots).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        // The W^X partition and the session seccomp filter; the image makes its own noexec
+        // mounts, so none are made here.
+        execguard_seal::seal(
+            &execguard_seal::Partition::new(roots),
+            &execguard_seal::Options {
+                memfd_noexec: true,
+                mounts: execguard_seal::MountsMode::Off,
+                reduced: None,
+            },
+        )
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     }
 
     let mut cmd = match mode {

@@ -35,7 +35,13 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             };
             print!(
                 "{}",
-                session::discovered_default_policy(&workspace, profile, audit.as_deref(), false)?
+                session::discovered_default_policy(
+                    &workspace,
+                    profile,
+                    audit.as_deref(),
+                    profile != Profile::Breakglass,
+                    &session::ExecDirChoice::default(),
+                )?
             );
             Ok(ExitCode::SUCCESS)
         }

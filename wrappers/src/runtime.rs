@@ -1,5 +1,4 @@
-//! Where the wrappers find the real runtime and the audit log, how they read git's config
-//! through the real git, and how they exec.
+//! Where the wrappers find the real runtime and the audit log, and how they exec.
 //!
 //! The policy comes from the one loader for std callers, `execguard_load`:
 //! `/etc/execguard/policy.toml` when it exists (root-owned; the environment is then never
@@ -10,13 +9,11 @@ use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use execguard_load::{LoadError, Loaded};
 use execguard_policy::Policy;
 
-use crate::git::config::ConfigEntry;
-use crate::git::{ConfigReader, ShimRule};
+use crate::git::ShimRule;
 
 pub use execguard_load::{POLICY_ENV, SYSTEM_POLICY};
 
@@ -107,69 +104,18 @@ impl WrapperPolicy {
                 }
             })
             .collect();
+        let real_gits = self
+            .runtimes
+            .iter()
+            .filter(|r| r.name == "git" && r.path.is_file())
+            .map(|r| r.path.clone())
+            .collect();
         ShimRule {
             wrapper,
             real_exec_dirs,
+            real_gits,
         }
     }
-}
-
-/// Reads config by running the real git (`git config --list -z`) with the isolated child
-/// environment and without command-line config sources (those are checked separately).
-pub struct RealGitConfig {
-    pub real_git: PathBuf,
-    pub env: Vec<(OsString, OsString)>,
-}
-
-impl ConfigReader for RealGitConfig {
-    fn read_config(
-        &self,
-        cwd: &Path,
-        global_args: &[OsString],
-    ) -> Result<Vec<ConfigEntry>, String> {
-        let out = Command::new(&self.real_git)
-            .args(global_args)
-            .args(["config", "--list", "-z"])
-            .env_clear()
-            .envs(
-                self.env
-                    .iter()
-                    .filter(|(k, _)| {
-                        let k = k.to_string_lossy();
-                        !(k.starts_with("GIT_CONFIG_PARAMETERS")
-                            || k.starts_with("GIT_CONFIG_COUNT")
-                            || k.starts_with("GIT_CONFIG_KEY_")
-                            || k.starts_with("GIT_CONFIG_VALUE_"))
-                    })
-                    .map(|(k, v)| (k, v)),
-            )
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| format!("failed to run {}: {e}", self.real_git.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "git config --list failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(parse_config_list_z(&out.stdout))
-    }
-}
-
-/// Parse `git config --list -z`: `key\nvalue\0`, or `key\0` for the implicit boolean.
-pub fn parse_config_list_z(out: &[u8]) -> Vec<ConfigEntry> {
-    out.split(|b| *b == 0)
-        .filter(|r| !r.is_empty())
-        .map(|r| {
-            let s = String::from_utf8_lossy(r);
-            match s.split_once('\n') {
-                Some((k, v)) => ConfigEntry::new(k, Some(v)),
-                None => ConfigEntry::new(s.as_ref(), None),
-            }
-        })
-        .collect()
 }
 
 /// Appends the record of a refusal to the audit log, in the one schema
@@ -284,12 +230,5 @@ mod tests {
         let rule = p.git_shim_rule(None);
         assert_eq!(rule.real_exec_dirs.len(), 2);
         assert!(p.real_binary("node").is_none());
-    }
-
-    #[test]
-    fn config_list_z() {
-        let v = parse_config_list_z(b"core.bare\nfalse\0alias.co\ncheckout\0x.flag\0");
-        assert_eq!(v[1], ConfigEntry::new("alias.co", Some("checkout")));
-        assert_eq!(v[2], ConfigEntry::new("x.flag", None));
     }
 }

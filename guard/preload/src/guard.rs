@@ -29,7 +29,10 @@ pub enum Entry {
     Syscall,
     System,
     Popen,
+    Wordexp,
     Dlopen,
+    Dlmopen,
+    IconvOpen,
 }
 
 impl Entry {
@@ -49,7 +52,10 @@ impl Entry {
             Entry::Syscall => "syscall",
             Entry::System => "system",
             Entry::Popen => "popen",
+            Entry::Wordexp => "wordexp",
             Entry::Dlopen => "dlopen",
+            Entry::Dlmopen => "dlmopen",
+            Entry::IconvOpen => "iconv_open",
         }
     }
 }
@@ -326,6 +332,16 @@ fn rewrite_env<R>(
     f(Ok(list))
 }
 
+/// Refuses a call the engine cannot decide (the policy's audit log still gets the record).
+#[inline(never)]
+#[cold]
+pub fn refuse(entry: Entry, reason: Reason, target: &[u8]) {
+    state::with(|loaded| {
+        let policy = loaded.policy().ok();
+        report(policy.as_ref(), entry, false, reason, b"", target);
+    })
+}
+
 #[inline(never)]
 #[cold]
 /// Writes the refusal line (for denials) and the audit record. Returns false when a record
@@ -383,9 +399,42 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
     }
 }
 
+/// The `iconv_open` check of the process's current `GCONV_PATH`: may glibc load conversion
+/// modules from these directories? Reports a refusal.
+pub fn allow_gconv_path(dirs: &[u8]) -> bool {
+    state::with(|loaded| {
+        let policy = match loaded.policy() {
+            Ok(p) => p,
+            Err(reason) => {
+                report(None, Entry::IconvOpen, false, reason, dirs, dirs);
+                return false;
+            }
+        };
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &loaded.runtimes,
+            self_lib: loaded.self_lib(),
+        };
+        match execguard_policy::decide_code_dirs(&mut LibcSys, &ctx, dirs) {
+            Verdict::Deny { reason, path, .. } => {
+                report(
+                    Some(&policy),
+                    Entry::IconvOpen,
+                    false,
+                    reason,
+                    path.as_bytes(),
+                    dirs,
+                );
+                false
+            }
+            _ => true,
+        }
+    })
+}
+
 /// The dlopen check: `None` to let the call through, or the path the failing call is made with
 /// (`/proc/execguard/denied/<reason>`, which cannot exist).
-pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
+pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
     state::with(|loaded| {
         let verdict = match loaded.policy() {
             Ok(policy) => {
@@ -403,7 +452,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 {
                     report(
                         Some(&policy),
-                        Entry::Dlopen,
+                        entry,
                         false,
                         reason,
                         decided.as_bytes(),
@@ -413,7 +462,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 v
             }
             Err(reason) => {
-                report(None, Entry::Dlopen, false, reason, path, path);
+                report(None, entry, false, reason, path, path);
                 Verdict::Deny {
                     reason,
                     errno: EACCES,
