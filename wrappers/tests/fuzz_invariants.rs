@@ -158,3 +158,14 @@ fn keys_git_refuses_are_refused() {
         assert!(git_reads(text).is_some(), "git refuses {text:?}");
     }
 }
+
+/// Found by `cargo fuzz run config_parameters`: a key with `=` in its subsection and no value
+/// (`'c.=y.b'=`) re-quoted in the old style splits at that `=` into another key. The
+/// invariant re-quotes in the new style, which holds every entry.
+#[test]
+fn a_key_with_an_equals_sign_and_no_value_round_trips() {
+    for text in [&b"'c.=y.b'="[..], b"'c.b\xff=\xff.b'="] {
+        invariants::config_parameters(text);
+    }
+    assert_eq!(wrapper_reads("'c.=y.b'="), git_reads("'c.=y.b'="));
+}

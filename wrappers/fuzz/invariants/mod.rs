@@ -15,15 +15,15 @@ pub fn config_parameters(data: &[u8]) {
         let q = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
         for e in entries {
             assert!(!e.key.is_empty(), "an empty key was accepted: {data:?}");
+            // The new style (`'key'='value'`, `'key'=` for the implicit boolean) says every
+            // entry: the old one cannot hold a key with `=` in its subsection.
             let text = match &e.value {
                 Some(v) => format!("{}={}", q(&e.key), q(v)),
-                None => q(&e.key),
+                None => format!("{}=", q(&e.key)),
             };
             let again = parse_config_parameters(text.as_bytes())
                 .unwrap_or_else(|err| panic!("re-quoted entry {text:?} does not parse: {err}"));
-            if e.value.is_some() || !e.key.contains('=') {
-                assert_eq!(again, vec![e]);
-            }
+            assert_eq!(again, vec![e]);
         }
     }
 }
