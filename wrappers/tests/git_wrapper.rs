@@ -337,6 +337,28 @@ fn corpus() -> Vec<Case> {
             &["difftool", "-yx", "touch pwned"],
             Refused("command_option"),
         ),
+        case(&["merge", "-s", "evil", "main"], Refused("command_option")),
+        case(&["merge", "-sevil", "main"], Refused("command_option")),
+        case(
+            &["merge", "--strategy=evil", "main"],
+            Refused("command_option"),
+        ),
+        case(&["pull", "--strategy", "evil"], Refused("command_option")),
+        case(&["rebase", "-s", "evil", "HEAD"], Refused("command_option")),
+        case(
+            &["cherry-pick", "--strategy", "evil", "HEAD"],
+            Refused("command_option"),
+        ),
+        case(
+            &["revert", "--strategy=evil", "HEAD"],
+            Refused("command_option"),
+        ),
+        case(
+            &["-c", "pull.twohead=evil", "status"],
+            Refused("config_key"),
+        ),
+        case(&["merge", "-s", "ort", "main"], Allowed),
+        case(&["merge", "--strategy=recursive", "main"], Allowed),
         case(
             &["filter-branch", "--tree-filter", "touch pwned"],
             Refused("command_subcommand"),

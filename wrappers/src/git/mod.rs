@@ -622,7 +622,10 @@ pub fn check_subcommand(
                     if options::long_selects(spec, name, l) {
                         let hit = match (d.value_is_dangerous, &value) {
                             (Some(f), Some(v)) => f(v),
-                            (Some(_), None) => false,
+                            // Unmodelled: the next word may be the value (`--strategy x`).
+                            (Some(f), None) => {
+                                spec.is_none() && args.get(i).is_some_and(|n| f(&lossy(n)))
+                            }
                             (None, _) => true,
                         };
                         if hit {
@@ -653,10 +656,10 @@ pub fn check_subcommand(
             let mut j = 0;
             while j < letters.len() {
                 let l = letters[j];
-                let hit = dangers.iter().find(|d| {
+                let danger = dangers.iter().find(|d| {
                     d.short == Some(l) && !(internal_child && d.reason == Reason::HookBypass)
                 });
-                if let Some(d) = hit {
+                if let Some(d) = danger.filter(|d| d.value_is_dangerous.is_none()) {
                     return Err(refuse_danger(d, sub, &a));
                 }
                 let kind = options::short_arg(spec, l);
@@ -673,6 +676,11 @@ pub fn check_subcommand(
                 } else {
                     None
                 };
+                if let (Some(d), Some(v)) = (danger, &value) {
+                    if d.value_is_dangerous.is_some_and(|f| f(v)) {
+                        return Err(refuse_danger(d, sub, &format!("{a} {v}")));
+                    }
+                }
                 if sub == "clone" && l == 'c' {
                     if let Some(v) = &value {
                         check_config_spec(v, "clone -c")?;
