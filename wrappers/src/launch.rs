@@ -48,7 +48,9 @@ impl Invocation {
 
     /// One stderr line, one audit record, exit status 2.
     fn refuse(&self, r: &Refusal, policy: Option<&WrapperPolicy>) -> i32 {
-        let _ = writeln!(std::io::stderr(), "execguard-{}: {r}", self.tool);
+        // One write, so that concurrent writers never split the line.
+        let line = format!("execguard-{}: {r}\n", self.tool);
+        let _ = std::io::stderr().write_all(line.as_bytes());
         if let Some(log) = policy.and_then(|p| p.audit_log.as_deref()) {
             let line = runtime::audit_line(self.tool, r.code(), r.detail(), &self.args, &self.cwd);
             if let Err(e) = runtime::append_audit(log, &line) {

@@ -375,6 +375,8 @@ fn corpus() -> Vec<Case> {
         case(&["help", "-w", "log"], Refused("command_option")),
         case(&["help", "--web", "log"], Refused("command_option")),
         case(&["init", "--template=/tmp", "y"], Refused("command_option")),
+        case(&["init", "-q", "--template=", "empty-template"], Allowed),
+        case_env(&["status"], &[("GIT_TEMPLATE_DIR", "")], Allowed),
         case(
             &["daemon", "--access-hook=touch"],
             Refused("command_option"),

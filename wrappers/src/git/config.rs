@@ -171,7 +171,7 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
         ("submodule", Some(_), "update") if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
             refuse("update=!command runs a command")
         }
-        ("init", None, "templatedir") => Err(Refusal::new(
+        ("init", None, "templatedir") if value.is_some_and(|v| !v.trim().is_empty()) => Err(Refusal::new(
             Reason::ConfigKey,
             format!("{source}: {key} (copies hooks into new repositories)"),
         )

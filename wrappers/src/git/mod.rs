@@ -498,7 +498,12 @@ impl Ctx<'_, '_> {
         for (name, value) in self.env.iter() {
             let name = lossy(name);
             let v = lossy(value);
-            if let Some((_, hint)) = BLOCKED_ENV.iter().find(|(n, _)| *n == name) {
+            // An empty GIT_TEMPLATE_DIR copies no templates.
+            let empty_template = name == "GIT_TEMPLATE_DIR" && v.is_empty();
+            if let Some((_, hint)) = BLOCKED_ENV
+                .iter()
+                .find(|(n, _)| *n == name && !empty_template)
+            {
                 return Err(Refusal::new(
                     Reason::EnvOverride,
                     format!("{name} is set (git would run it)"),

@@ -73,6 +73,20 @@ fn starts_with_slash(v: &str) -> bool {
     v.starts_with('/')
 }
 
+fn not_empty(v: &str) -> bool {
+    !v.is_empty()
+}
+
+/// `--template=<dir>`: the template's hooks are copied into the new repository and run during
+/// `clone` (post-checkout). `--template=` (empty) copies no templates at all.
+const TEMPLATE: Danger = Danger {
+    long: Some("template"),
+    short: None,
+    reason: Reason::CommandOption,
+    what: "template hooks run",
+    value_is_dangerous: Some(not_empty),
+};
+
 /// Merge strategies git has itself (builtins, and the `git-merge-resolve`/`-octopus` scripts
 /// of its exec-path). Any other name runs `git-merge-<name>` found on `PATH`.
 pub const OWN_MERGE_STRATEGIES: &[&str] =
@@ -167,7 +181,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         short_optional: "",
         dangers: &[
             danger(Some("upload-pack"), Some('u'), Reason::CommandOption, "runs a command"),
-            danger(Some("template"), None, Reason::CommandOption, "template hooks run"),
+            TEMPLATE,
         ],
     },
     SubcommandSpec {
@@ -175,7 +189,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         longs: "--template= --bare --shared --quiet --separate-git-dir= --initial-branch= --object-format= --no-template --no-bare --no-quiet --no-separate-git-dir --no-initial-branch --no-object-format",
         short_required: "b",
         short_optional: "",
-        dangers: &[danger(Some("template"), None, Reason::CommandOption, "template hooks run")],
+        dangers: &[TEMPLATE],
     },
     SubcommandSpec {
         name: "ls-remote",
@@ -289,12 +303,7 @@ pub static UNMODELLED_DANGERS: &[Danger] = &[
         "runs a command",
     ),
     danger(Some("exec"), None, Reason::CommandOption, "runs a command"),
-    danger(
-        Some("template"),
-        None,
-        Reason::CommandOption,
-        "template hooks run",
-    ),
+    TEMPLATE,
     danger(
         Some("extcmd"),
         None,
