@@ -204,7 +204,8 @@ pub const OWN_REMOTE_HELPERS: &[&str] = &["http", "https", "ftp", "ftps", "fd"];
 /// Credential helpers git ships itself (`git-credential-<name>`).
 const OWN_CREDENTIAL_HELPERS: &[&str] = &["store", "cache"];
 
-fn is_git_bool(value: Option<&str>) -> bool {
+/// A git boolean in any spelling (or the implicit `true` of a bare key).
+pub fn is_git_bool(value: Option<&str>) -> bool {
     match value {
         None => true,
         Some(v) => {
