@@ -1105,3 +1105,38 @@ fn check_shows_the_same_refusal_and_how_to_proceed() {
         assert_eq!(s.hook_runs(), 0);
     }
 }
+
+#[test]
+fn only_the_sequencer_may_commit_with_minus_n() {
+    for who in identities() {
+        let s = Session::new(who, "seqonly");
+        // A program git starts from PATH (here: ssh, for an ssh:// URL) that turns into
+        // `git commit -n`: its parent is the real git, but not the sequencer.
+        let bin = s.root.join("bin");
+        s.mkdir(&bin);
+        let err = s.root.join("inner.err");
+        s.write_exec(
+            &bin.join("ssh"),
+            &format!(
+                "#!/bin/sh\nexec git commit -q --allow-empty -n -m sneaky 2>'{}'\n",
+                err.display()
+            ),
+        );
+        let before = s.ok(&s.repo, &["git", "rev-parse", "HEAD"], &[]).stdout;
+        let script = format!("PATH={}:$PATH git fetch ssh://h/x", bin.display());
+        let _ = s.run(&["sh", "-c", &script]);
+        let after = s.ok(&s.repo, &["git", "rev-parse", "HEAD"], &[]).stdout;
+        assert_eq!(
+            before,
+            after,
+            "{}: the inner commit went through",
+            who.label()
+        );
+        let inner = fs::read_to_string(&err).unwrap_or_default();
+        assert!(
+            inner.contains("refused hook_bypass"),
+            "{}: {inner}",
+            who.label()
+        );
+    }
+}

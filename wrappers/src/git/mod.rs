@@ -56,8 +56,8 @@ pub struct ShimRule {
 pub struct GitContext<'a> {
     pub reader: &'a dyn ConfigReader,
     pub shim: ShimRule,
-    /// The caller is the real git itself (git's own child, e.g. the sequencer's `commit -n`
-    /// on `rebase --continue`): its hook options are git's, not a bypass.
+    /// The caller is the real git running the sequencer (`rebase`, `cherry-pick`, `revert`):
+    /// its `commit -n` (e.g. on `rebase --continue`) is git's own, not a bypass.
     pub internal_child: bool,
 }
 
@@ -207,7 +207,8 @@ pub fn check_git_with(
         words = new_words;
         sub_name = lossy(&words[0]);
     }
-    let positionals = check_subcommand(&sub_name, &words[1..], ctx.internal_child)?;
+    let sequencer_commit = ctx.internal_child && sub_name == "commit";
+    let positionals = check_subcommand(&sub_name, &words[1..], sequencer_commit)?;
     if TRANSPORT_COMMANDS.contains(&sub_name.as_str()) {
         check_credential_helpers(file_config.iter().chain(&c.cmdline_config))?;
     }
@@ -564,8 +565,9 @@ fn refuse_danger(d: &Danger, sub: &str, spelled: &str) -> Refusal {
 }
 
 /// Per-subcommand options, as the subcommand's parse-options would read them.
-/// Returns the positional arguments. `internal_child`: git itself started this git, so its
-/// hook options are git's own (the sequencer commits with `-n`), not a bypass.
+/// Returns the positional arguments. `internal_child`: the sequencer (a real git running
+/// rebase/cherry-pick/revert) started this git, so a `commit`'s hook options are git's own
+/// (it commits with `-n`), not a bypass.
 pub fn check_subcommand(
     sub: &str,
     args: &[OsString],
