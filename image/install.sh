@@ -70,8 +70,9 @@ done
 for f in /usr/bin/node /usr/local/bin/node; do
     rm -f "$f"; ln "$BIN/execguard-node" "$f"
 done
-# The provider is reachable by name only through the entrypoint; no `claude` on PATH.
-chmod 0755 "$REAL/claude"
+# The providers are reachable by name only through the entrypoint; none is on PATH.
+for f in "$REAL"/*; do chmod 0755 "$f"; done
+if [ -d "$X/providers" ]; then chmod -R a+rX,go-w "$X/providers"; fi
 chmod 0755 "$REAL/git" "$REAL/node"
 
 # --- ownership and modes of the control plane -------------------------------------------------

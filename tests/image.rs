@@ -1,6 +1,6 @@
 //! Builds the image and runs containers with the run profile (`execguard image run`).
 //!
-//! Without Docker these tests skip loudly, unless `CI=true`: in CI they never skip.
+//! Without Docker or root these tests skip loudly, unless `CI=true`: in CI they never skip.
 //! The image is built once per test run (`execguard image build`, tag `execguard:test`); the
 //! Debian base is reused from its tag, and docker's layer cache keeps rebuilds short.
 
@@ -11,23 +11,19 @@ use std::sync::OnceLock;
 const TAG: &str = "execguard:test";
 const REAL: &str = "/usr/local/libexec/execguard/real";
 
-fn in_ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-/// `true` when Docker answers; otherwise skips loudly (or fails under CI=true).
+/// `true` when the tests run as root and Docker answers; otherwise skips loudly (a failure
+/// under `CI=true`: in CI they never skip).
 fn docker_ready() -> bool {
+    if !execguard_testkit::require_root("the image tests (debootstrap and docker)") {
+        return false;
+    }
     let ok = Command::new("docker")
         .arg("info")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        assert!(
-            !in_ci(),
-            "CI=true but Docker does not answer `docker info`: the image tests never skip in CI"
-        );
-        eprintln!(
-            "\n*** SKIPPED: the image tests need Docker (`docker info` failed); CI runs them ***\n"
+        execguard_testkit::skip(
+            "the image tests: Docker does not answer `docker info` (scripts/test starts it)",
         );
     }
     ok

@@ -36,3 +36,47 @@ fn the_image_policy_validates() {
         );
     }
 }
+
+/// The generated Job validates strictly (no unknown field) against the Kubernetes schema of the
+/// release it targets, offline, with `kubernetes-validate` (PyPI; scripts/test installs it in
+/// target/tools/k8s-validate).
+#[test]
+fn the_kubernetes_job_validates_strictly_against_the_schema() {
+    let tool = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/target/tools/k8s-validate/bin/kubernetes-validate"
+    );
+    let tool = std::env::var("EXECGUARD_KUBERNETES_VALIDATE").unwrap_or_else(|_| tool.into());
+    if !std::path::Path::new(&tool).exists() {
+        execguard_testkit::skip(&format!(
+            "the Kubernetes schema check: {tool} is missing (scripts/test installs it)"
+        ));
+        return;
+    }
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/image/generated/k8s-job.yaml");
+    let out = Command::new(&tool)
+        .args(["--strict", "--kubernetes-version", "1.37.0", manifest])
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("passed"), "{all}");
+    // The validator does refuse an unknown field (so a pass means something).
+    let bad = std::env::temp_dir().join(format!("execguard-k8s-bad-{}.yaml", std::process::id()));
+    let text = std::fs::read_to_string(manifest).unwrap();
+    std::fs::write(&bad, text.replace("runAsNonRoot:", "runAsNonRooot:")).unwrap();
+    let out = Command::new(&tool)
+        .args(["--strict", "--kubernetes-version", "1.37.0"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&bad);
+    assert!(
+        !out.status.success(),
+        "a misspelled field passed the validator"
+    );
+}

@@ -106,6 +106,47 @@ fn refuse(r: &Refusal) -> i32 {
     EXIT_REFUSED
 }
 
+/// [`refuse`], and a record in the image policy's audit log (the one schema: tool
+/// `entrypoint`, entry `start`), so a session that never started leaves a trace. Without a
+/// readable policy there is no log to write to; a record that cannot be written is said.
+fn refuse_audited(paths: &Paths, args: &[OsString], r: &Refusal) -> i32 {
+    use std::os::unix::ffi::OsStrExt;
+    let code = refuse(r);
+    let Ok(loaded) = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None)
+    else {
+        return code;
+    };
+    let policy = loaded.policy();
+    let Some(log) = policy.audit_log() else {
+        return code;
+    };
+    // Policy paths are absolute; below a test root they are re-rooted there.
+    let log = paths
+        .root
+        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
+    let mut target = NAME.as_bytes().to_vec();
+    for a in args {
+        target.push(b' ');
+        target.extend_from_slice(a.as_bytes());
+    }
+    let record = execguard_os::audit::stamp(
+        "entrypoint",
+        "start",
+        execguard_policy::audit::Decision::Deny,
+        r.code,
+        Some(policy.profile()),
+        r.detail.as_bytes(),
+        &target,
+    );
+    if execguard_os::audit::append(log.as_os_str().as_bytes(), &record).is_err() {
+        eprintln!(
+            "{NAME}: warning: audit_unwritable: the refusal could not be recorded in {}",
+            log.display()
+        );
+    }
+    code
+}
+
 /// Entry from `main`: production paths, real system calls, today's date.
 pub fn main(args: Vec<OsString>, env: Vec<(OsString, OsString)>) -> i32 {
     run(
@@ -128,14 +169,14 @@ pub fn run(
     sys.set_umask(0o077);
     let mode = match parse_mode(args) {
         Ok(m) => m,
-        Err(r) => return refuse(&r),
+        Err(r) => return refuse_audited(paths, args, &r),
     };
     if let Mode::GenerateManifest { root, files } = &mode {
         return generate(root, files);
     }
     match prepare(paths, sys, &mode, env, today) {
         Ok(prepared) => start(prepared),
-        Err(r) => refuse(&r),
+        Err(r) => refuse_audited(paths, args, &r),
     }
 }
 
@@ -222,14 +263,10 @@ fn prepare(
 
     let as_root = sys::geteuid() == 0;
     let start = match (as_root, session.mutability) {
-        (true, Mutability::Ephemeral) => Start::Root,
+        // A read-only root started as root: the entrypoint records the runtime state and
+        // hardens the write set's mounts with the capabilities it holds until the drop.
+        (true, _) => Start::Root,
         (false, Mutability::Readonly) => Start::Unprivileged,
-        (true, Mutability::Readonly) => {
-            return Err(Refusal::new(
-                "mutability_mismatch",
-                "readonly sessions start as the mapped user, not root",
-            ))
-        }
         (false, Mutability::Ephemeral) => {
             return Err(Refusal::new(
                 "mutability_mismatch",
@@ -250,6 +287,18 @@ fn prepare(
                 ));
             }
         }
+    }
+
+    // Without root nothing can record the session's profile for the guard, which then holds the
+    // image policy's (strict): another profile would be one layer's word against another's.
+    if start == Start::Unprivileged && session.profile != execguard_policy::Profile::Strict {
+        return Err(Refusal::new(
+            "profile_unrecordable",
+            format!(
+                "profile {} needs a root start to record it for the guard (execguard image run does that); an unprivileged start runs strict only",
+                session.profile.as_str()
+            ),
+        ));
     }
 
     manifest::verify_manifest(paths, &session.manifest_sha256)
@@ -285,6 +334,55 @@ fn prepare(
             sealed = false;
         }
     }
+    // noexec for the write set: the one kernel control for mappings (mmap PROT_EXEC) of files
+    // the session writes. Profiles that allow workspace-built programs keep exec there.
+    let strict = session.profile == execguard_policy::Profile::Strict;
+    let roots: Vec<PathBuf> = seal_roots(paths)
+        .into_iter()
+        .filter(|r| r.exists())
+        .collect();
+    let exec_allowed: Vec<PathBuf> = if strict {
+        Vec::new()
+    } else {
+        vec![paths.workspace.clone()]
+    };
+    let hardened = if start == Start::Root {
+        crate::noexec::harden(&roots, &exec_allowed).err()
+    } else {
+        None
+    };
+    let mounts = crate::noexec::read_mounts()
+        .map_err(|e| Refusal::new("noexec_unavailable", format!("/proc/self/mountinfo: {e}")))?;
+    let exec_mounts: Vec<String> = crate::noexec::write_set_mounts(&mounts, &roots, &exec_allowed)
+        .into_iter()
+        .filter(|c| !c.noexec)
+        .map(|c| c.mount_point.display().to_string())
+        .collect();
+    if strict && !exec_mounts.is_empty() {
+        if !session.allow_exec_mappings {
+            let why = match &hardened {
+                Some(e) => format!(" (remount failed: {e})"),
+                None if start == Start::Unprivileged => {
+                    " (an unprivileged start cannot remount)".into()
+                }
+                None => String::new(),
+            };
+            return Err(Refusal::new(
+                "noexec_unavailable",
+                format!(
+                    "writable and not noexec: {}{why}; start as root with CAP_SYS_ADMIN (execguard image run does), mount them noexec (Kubernetes: bindMountOptions), or set {}=1 for reduced assurance",
+                    exec_mounts.join(", "),
+                    crate::env::VAR_ALLOW_EXEC_MAPPINGS
+                ),
+            ));
+        }
+        eprintln!(
+            "{NAME}: warning: writable and not noexec: {} (exec mappings there are stopped only by the guard; reduced assurance)",
+            exec_mounts.join(", ")
+        );
+        reductions.push(Reduction::ExecMappings);
+    }
+
     let state = RuntimeState {
         agent: session.agent,
         profile: session.profile,
@@ -294,7 +392,11 @@ fn prepare(
     };
 
     let mut user_name = session.user_name.clone();
-    let owner = if start == Start::Root {
+    let owner = if start == Start::Root && session.mutability == Mutability::Readonly {
+        // The root file system is read-only: no passwd entry is added (the image user has one).
+        write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        Some((session.host_uid, session.host_gid))
+    } else if start == Start::Root {
         write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
         let mapped = user::add_mapped_user(
             &paths.etc,
@@ -340,7 +442,17 @@ fn prepare(
         // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
         // PID 1 seals itself; the provider and everything it starts inherit the seal.
         let roots = seal_roots(paths);
-        execguard_seal::seal(&roots).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        // The W^X partition and the session seccomp filter; the image makes its own noexec
+        // mounts, so none are made here.
+        execguard_seal::seal(
+            &execguard_seal::Partition::new(roots),
+            &execguard_seal::Options {
+                memfd_noexec: true,
+                mounts: execguard_seal::MountsMode::Off,
+                reduced: None,
+            },
+        )
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     }
 
     let mut cmd = match mode {
@@ -444,5 +556,44 @@ mod tests {
         );
         assert_eq!(code, 2);
         assert_eq!(sys.calls(), ["set_umask(77)"]);
+    }
+
+    #[test]
+    fn a_refusal_is_recorded_in_the_image_policy_audit_log() {
+        // The image policy is trusted only when root owns it.
+        if !execguard_testkit::require_root("the entrypoint's audit record") {
+            return;
+        }
+        let root = std::env::temp_dir().join(format!("eg-entry-audit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("etc/execguard")).unwrap();
+        std::fs::create_dir_all(root.join("state")).unwrap();
+        std::fs::write(
+            root.join("etc/execguard/policy.toml"),
+            "version = 1\nprofile = \"strict\"\naudit_log = \"/state/audit.jsonl\"\n",
+        )
+        .unwrap();
+        let sys = crate::privs::RecordingSyscall::container_root();
+        let paths = Paths::under(&root);
+        let env = vec![(OsString::from("AGENT_NAME"), OsString::from("cursor"))];
+        let date = Date {
+            year: 2026,
+            month: 1,
+            day: 1,
+        };
+        assert_eq!(run(&paths, &sys, &os(&["-p", "hi"]), &env, date), 2);
+        let log = std::fs::read_to_string(root.join("state/audit.jsonl")).unwrap();
+        assert_eq!(log.lines().count(), 1, "{log}");
+        assert!(
+            log.contains(
+                ",\"tool\":\"entrypoint\",\"entry\":\"start\",\"decision\":\"deny\",\"reason\":\""
+            ),
+            "{log}"
+        );
+        assert!(
+            log.contains("\"target\":\"execguard-entrypoint -p hi\""),
+            "{log}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

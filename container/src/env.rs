@@ -34,9 +34,15 @@ pub const VAR_HOST_GID: &str = "EXECGUARD_HOST_GID";
 pub const VAR_HOST_USER: &str = "EXECGUARD_HOST_USER";
 pub const VAR_MANIFEST_SHA256: &str = "EXECGUARD_MANIFEST_SHA256";
 pub const VAR_ALLOW_UNSEALED: &str = "EXECGUARD_ALLOW_UNSEALED";
+/// `1`: the operator accepts a strict session whose write set is not all `noexec` (exec
+/// mappings of written files are then stopped only by the guard).
+pub const VAR_ALLOW_EXEC_MAPPINGS: &str = "EXECGUARD_ALLOW_EXEC_MAPPINGS";
+/// Today's UTC date: the operator lets the provider load the workspace's own provider
+/// configuration (`.claude/settings.json`, `.mcp.json`, ...) in a strict session.
+pub const VAR_REPO_CONFIG_ACK: &str = "EXECGUARD_REPO_CONFIG_ACK";
 
 /// Every variable this module reads; none of them is passed on to the provider.
-pub const MANAGED_VARS: [&str; 10] = [
+pub const MANAGED_VARS: [&str; 12] = [
     VAR_AGENT,
     VAR_PROFILE,
     VAR_BREAKGLASS_ACK,
@@ -47,6 +53,8 @@ pub const MANAGED_VARS: [&str; 10] = [
     VAR_HOST_USER,
     VAR_MANIFEST_SHA256,
     VAR_ALLOW_UNSEALED,
+    VAR_ALLOW_EXEC_MAPPINGS,
+    VAR_REPO_CONFIG_ACK,
 ];
 
 /// The validated managed environment.
@@ -65,6 +73,10 @@ pub struct SessionEnv {
     /// The operator accepts a strict session without the Landlock seal when the kernel cannot
     /// enforce it.
     pub allow_unsealed: bool,
+    /// The operator accepts a strict session whose write set is not all `noexec`.
+    pub allow_exec_mappings: bool,
+    /// The operator acknowledged (today) that the workspace's provider configuration loads.
+    pub repo_config_acknowledged: bool,
 }
 
 /// Why the managed environment was refused. `code()` is stable; `Display` is one line.
@@ -318,8 +330,28 @@ pub fn parse_session_env(env: &[(&OsStr, &OsStr)], today: Date) -> Result<Sessio
         }
     };
 
+    let allow_exec_mappings = match text(env, VAR_ALLOW_EXEC_MAPPINGS)? {
+        None => false,
+        Some("1") => true,
+        Some(other) => {
+            return Err(EnvRefusal::new(
+                "allow_exec_mappings_invalid",
+                format!("{VAR_ALLOW_EXEC_MAPPINGS}={other:?}; the only value is 1"),
+            ))
+        }
+    };
+    let repo_config_acknowledged = match text(env, VAR_REPO_CONFIG_ACK)? {
+        None => false,
+        Some(ack) => {
+            check_repo_config_ack(ack, today)?;
+            true
+        }
+    };
+
     Ok(SessionEnv {
         allow_unsealed,
+        allow_exec_mappings,
+        repo_config_acknowledged,
         agent,
         profile,
         autonomy,
@@ -351,6 +383,20 @@ fn check_breakglass_ack(ack: Option<&str>, today: Date) -> Result<(), EnvRefusal
         ));
     }
     Ok(())
+}
+
+fn check_repo_config_ack(ack: &str, today: Date) -> Result<(), EnvRefusal> {
+    match Date::parse(ack) {
+        None => Err(EnvRefusal::new(
+            "repo_config_ack_invalid",
+            format!("{VAR_REPO_CONFIG_ACK}={ack:?} is not a YYYY-MM-DD date"),
+        )),
+        Some(date) if date != today => Err(EnvRefusal::new(
+            "repo_config_ack_stale",
+            format!("{VAR_REPO_CONFIG_ACK}={date} is not today ({today}, UTC)"),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]

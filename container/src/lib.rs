@@ -24,6 +24,7 @@ pub mod entrypoint;
 pub mod env;
 pub mod home;
 pub mod manifest;
+pub mod noexec;
 pub mod paths;
 pub mod privs;
 pub mod provider;

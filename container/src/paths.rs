@@ -83,6 +83,17 @@ impl Paths {
         self.libexec.join("real").join(agent.as_str())
     }
 
+    /// The arguments the provider wrapper puts before the user's: a provider that is a JS bundle
+    /// (gemini) runs on its own Node.js (`real/gemini`), which is given the bundle first.
+    pub fn provider_leading_args(&self, agent: Agent) -> Vec<PathBuf> {
+        match agent {
+            Agent::Gemini => vec![self
+                .libexec
+                .join("providers/gemini/node_modules/@google/gemini-cli/bundle/gemini.js")],
+            Agent::Claude | Agent::Codex | Agent::Copilot => Vec::new(),
+        }
+    }
+
     /// Files that must be listed (and match) in the manifest, besides what it lists itself.
     pub fn required_control_files(&self) -> Vec<PathBuf> {
         vec![

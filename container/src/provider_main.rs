@@ -121,6 +121,7 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
     let program = paths.real_provider(state.agent);
     let err = Command::new(&program)
         .arg0(state.agent.as_str())
+        .args(paths.provider_leading_args(state.agent))
         .args(argv)
         .env_clear()
         .envs(child_env)

@@ -65,7 +65,9 @@ impl Autonomy {
 pub enum Mutability {
     /// Started as root with SETUID/SETGID/SETPCAP; the entrypoint prepares state, then drops.
     Ephemeral,
-    /// Started read-only as the mapped user; the entrypoint is never root.
+    /// A read-only root file system. Started as root (the launcher: SETUID/SETGID/SETPCAP and
+    /// SYS_ADMIN until the session starts, to record the runtime state and make the write set
+    /// `noexec`) or as the mapped user (Kubernetes `runAsNonRoot`: strict only).
     Readonly,
 }
 

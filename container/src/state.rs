@@ -37,6 +37,10 @@ pub enum Reduction {
     ArbitraryCommand,
     /// Strict without the Landlock seal (the kernel cannot enforce it; the operator accepted).
     Unsealed,
+    /// Strict with a writable write-set mount that is not `noexec` (the operator accepted).
+    ExecMappings,
+    /// The workspace's provider configuration loads in a strict session (acknowledged today).
+    RepoConfig,
 }
 
 impl Reduction {
@@ -45,13 +49,21 @@ impl Reduction {
             Self::Breakglass => "breakglass",
             Self::ArbitraryCommand => "arbitrary-command",
             Self::Unsealed => "unsealed",
+            Self::ExecMappings => "exec-mappings",
+            Self::RepoConfig => "repo-config",
         }
     }
 
     fn from_name(s: &str) -> Option<Self> {
-        [Self::Breakglass, Self::ArbitraryCommand, Self::Unsealed]
-            .into_iter()
-            .find(|r| r.as_str() == s)
+        [
+            Self::Breakglass,
+            Self::ArbitraryCommand,
+            Self::Unsealed,
+            Self::ExecMappings,
+            Self::RepoConfig,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
     }
 }
 

@@ -39,6 +39,21 @@ mount -t tmpfs -o mode=755 tmpfs "$R/run"
 exec chroot "$R" "$@"
 "#;
 
+/// A prefix that plays the platform for an unprivileged start: it mounts every write-set root
+/// `noexec,nosuid,nodev` (a bind onto itself first where it is not a mount), as Kubernetes'
+/// `bindMountOptions` does, then runs the rest.
+const PLATFORM_NOEXEC: [&str; 4] = [
+    "/bin/sh",
+    "-c",
+    r#"for d in /workspace /state /tmp /var/tmp /dev/shm /run; do
+  [ -d "$d" ] || continue
+  mountpoint -q "$d" || mount --bind "$d" "$d"
+  mount -o remount,bind,noexec,nosuid,nodev "$d"
+done
+exec "$@""#,
+    "platform",
+];
+
 struct Rootfs {
     dir: PathBuf,
     digest: String,
@@ -414,9 +429,14 @@ fn every_bad_environment_value_is_refused_with_exit_2() {
         ("EXECGUARD_AUTONOMY", None, "autonomy_missing"),
         ("EXECGUARD_MUTABILITY", Some("rw"), "mutability_invalid"),
         (
-            "EXECGUARD_MUTABILITY",
-            Some("readonly"),
-            "mutability_mismatch",
+            "EXECGUARD_ALLOW_EXEC_MAPPINGS",
+            Some("yes"),
+            "allow_exec_mappings_invalid",
+        ),
+        (
+            "EXECGUARD_REPO_CONFIG_ACK",
+            Some("2001-01-01"),
+            "repo_config_ack_stale",
         ),
         ("EXECGUARD_HOST_UID", Some("0"), "host_uid_root"),
         ("EXECGUARD_HOST_UID", None, "host_uid_missing"),
@@ -579,14 +599,19 @@ fn a_readonly_session_never_runs_as_root_and_reads_pid1_environment() {
         "--bounding-set=-all",
         "--",
     ];
+    // The platform (Kubernetes: bindMountOptions) mounts the write set noexec; an
+    // unprivileged entrypoint cannot, and only verifies.
+    let platform = [&PLATFORM_NOEXEC[..], &setpriv[..]].concat();
     let out = root
-        .command(&env, &setpriv, &["-p", "hi there"])
+        .command(&env, &platform, &["-p", "hi there"])
         .output()
         .unwrap();
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("ARGS:--approval-mode yolo -p hi there"),
+        stdout.contains(&format!(
+            "ARGS:/{LIBEXEC}/providers/gemini/node_modules/@google/gemini-cli/bundle/gemini.js --approval-mode yolo -p hi there"
+        )),
         "{stdout}"
     );
     assert!(stdout.contains("UID:4242 GID:4343"), "{stdout}");
@@ -595,7 +620,7 @@ fn a_readonly_session_never_runs_as_root_and_reads_pid1_environment() {
     let out = root
         .command(
             &env,
-            &setpriv,
+            &platform,
             &["--arbitrary-command", "--", "/bin/sh", "-c", script],
         )
         .output()
@@ -608,6 +633,48 @@ fn a_readonly_session_never_runs_as_root_and_reads_pid1_environment() {
     assert_eq!(status_field(&stdout, "NoNewPrivs"), "1");
     assert!(!stdout.contains("STATE-EXISTS"), "{stdout}");
 
+    // Without the platform's noexec a strict unprivileged start refuses, unless reduced.
+    let out = root
+        .command(&env, &setpriv, &["--arbitrary-command", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("execguard-entrypoint: refused noexec_unavailable: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut reduced = env.clone();
+    reduced.push(("EXECGUARD_ALLOW_EXEC_MAPPINGS".into(), "1".into()));
+    let out = root
+        .command(
+            &reduced,
+            &setpriv,
+            &["--arbitrary-command", "--", "/bin/true"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("reduced assurance"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Nothing can record another profile for the guard without root: refused, not ignored.
+    let mut dev = env.clone();
+    dev.retain(|(k, _)| k != "EXECGUARD_PROFILE");
+    dev.push(("EXECGUARD_PROFILE".into(), "development".into()));
+    let out = root
+        .command(&dev, &platform, &["--arbitrary-command", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("refused profile_unrecordable"),
+        "{}",
+        text(&out.stderr)
+    );
+
     // Read-only mode with a non-empty bounding set cannot be made safe: refused.
     let partial = [
         "/usr/bin/setpriv",
@@ -616,6 +683,7 @@ fn a_readonly_session_never_runs_as_root_and_reads_pid1_environment() {
         "--clear-groups",
         "--",
     ];
+    let partial = [&PLATFORM_NOEXEC[..], &partial[..]].concat();
     let out = root
         .command(&env, &partial, &["--arbitrary-command", "--", "/bin/true"])
         .output()
@@ -649,15 +717,38 @@ fn a_strict_session_is_sealed_by_the_kernel() {
     );
     assert!(stdout.contains("WS:126"), "{stdout}");
     assert!(stdout.contains("SYS:0"), "{stdout}");
-    // The development profile is not sealed.
+    // The root start made every write-set root noexec,nosuid,nodev before the session started.
+    let mounts = "while read -r _ _ _ _ point opts _; do echo \"MNT:$point:$opts\"; done </proc/self/mountinfo";
+    let out = root.run(
+        &root.env("claude"),
+        &["--arbitrary-command", "--", "/bin/sh", "-c", mounts],
+    );
+    let stdout = text(&out.stdout);
+    for d in ["/workspace", "/state"] {
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("MNT:{d}:")))
+            .unwrap_or_else(|| panic!("{d}: {:?} {stdout}{}", out.status, text(&out.stderr)));
+        for flag in ["noexec", "nosuid", "nodev"] {
+            assert!(line.split(',').any(|o| o == flag), "{d}: {line}\n{stdout}");
+        }
+    }
+    // The development profile is not sealed and keeps exec in the workspace (and only there).
     let mut env = root.env("claude");
     env.retain(|(k, _)| k != "EXECGUARD_PROFILE");
     env.push(("EXECGUARD_PROFILE".into(), "development".into()));
-    let out = root.run(
-        &env,
-        &["--arbitrary-command", "--", "/bin/sh", "-c", script],
+    // (The workspace is root's here: the test puts the program there.)
+    std::fs::copy("/bin/true", root.dir.join("workspace/payload")).unwrap();
+    let dev = "/workspace/payload; echo WS:$?; \
+        cp /bin/true /state/payload && /state/payload; echo STATE:$?";
+    let out = root.run(&env, &["--arbitrary-command", "--", "/bin/sh", "-c", dev]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("WS:0"), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("STATE:126"),
+        "{stdout}{}",
+        text(&out.stderr)
     );
-    assert!(text(&out.stdout).contains("WS:0"), "{}", text(&out.stdout));
 }
 
 /// Without Landlock (simulated by the test hook that can only lower the ABI) a strict session

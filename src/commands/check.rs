@@ -70,8 +70,15 @@ fn policy_for(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
+    let workspace = crate::start::check_workspace(&workspace)?;
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::discovered_default_policy(&workspace, profile, None, false)?;
+    let text = session::discovered_default_policy(
+        &workspace,
+        profile,
+        None,
+        true,
+        &session::ExecDirChoice::default(),
+    )?;
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),

@@ -51,9 +51,13 @@ impl Invocation {
         // One write, so that concurrent writers never split the line.
         let line = format!("execguard-{}: {r}\n", self.tool);
         let _ = std::io::stderr().write_all(line.as_bytes());
-        if let Some(log) = policy.and_then(|p| p.audit_log.as_deref()) {
-            let line = runtime::audit_line(self.tool, r.code(), r.detail(), &self.args, &self.cwd);
-            if let Err(e) = runtime::append_audit(log, &line) {
+        if let Some(p) = policy {
+            let Some(log) = p.audit_log.as_deref() else {
+                return EXIT_REFUSED;
+            };
+            let written =
+                runtime::audit_refusal(log, self.tool, p.profile, r.code(), r.detail(), &self.args);
+            if let Err(e) = written {
                 let _ = writeln!(
                     std::io::stderr(),
                     "execguard-{}: warning: failed to write audit log {}: {e}",

@@ -6,10 +6,8 @@
 //! The policy engine parses it: a policy the guard would refuse, the wrappers refuse too.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use execguard_load::{LoadError, Loaded};
@@ -32,6 +30,8 @@ pub struct RuntimeEntry {
 pub struct WrapperPolicy {
     pub runtimes: Vec<RuntimeEntry>,
     pub audit_log: Option<PathBuf>,
+    /// The session profile, for audit records.
+    pub profile: Option<execguard_policy::Profile>,
 }
 
 fn os_path(b: &[u8]) -> PathBuf {
@@ -51,6 +51,7 @@ impl WrapperPolicy {
                 })
                 .collect(),
             audit_log: policy.audit_log().map(os_path),
+            profile: Some(policy.profile()),
         }
     }
 
@@ -117,68 +118,33 @@ impl WrapperPolicy {
     }
 }
 
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
+/// Appends the record of a refusal to the audit log, in the one schema
+/// ([`execguard_policy::audit`]): tool `git`/`node`, entry `wrapper`, the reason code, the
+/// argument that decided as `path`, the command line as `target`; whole or not at all.
+pub fn audit_refusal(
+    log: &Path,
+    tool: &str,
+    profile: Option<execguard_policy::Profile>,
+    code: &str,
+    detail: &str,
+    argv: &[OsString],
+) -> io::Result<()> {
+    let mut target = tool.as_bytes().to_vec();
+    for a in argv {
+        target.push(b' ');
+        target.extend_from_slice(a.as_bytes());
     }
-    out.push('"');
-}
-
-/// One audit record as a JSON line.
-pub fn audit_line(tool: &str, code: &str, detail: &str, argv: &[OsString], cwd: &Path) -> String {
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let mut s = String::from("{");
-    s.push_str(&format!("\"ts\":{ts},\"pid\":{},", std::process::id()));
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    s.push_str(&format!("\"uid\":{uid},\"source\":"));
-    json_str(&mut s, &format!("execguard-{tool}"));
-    s.push_str(",\"decision\":\"refused\",\"reason\":");
-    json_str(&mut s, code);
-    s.push_str(",\"detail\":");
-    json_str(&mut s, detail);
-    s.push_str(",\"cwd\":");
-    json_str(&mut s, &cwd.to_string_lossy());
-    s.push_str(",\"argv\":[");
-    for (i, a) in argv.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        json_str(&mut s, &a.to_string_lossy());
-    }
-    s.push_str("]}\n");
-    s
-}
-
-/// Append one record with a single `write` on an `O_APPEND` descriptor, so concurrent
-/// writers never interleave within a line.
-pub fn append_audit(path: &Path, line: &str) -> io::Result<()> {
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(path)?;
-    let n = f.write(line.as_bytes())?;
-    if n != line.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            "short audit write",
-        ));
-    }
-    Ok(())
+    let record = execguard_os::audit::stamp(
+        tool,
+        "wrapper",
+        execguard_policy::audit::Decision::Deny,
+        code,
+        profile,
+        detail.as_bytes(),
+        &target,
+    );
+    execguard_os::audit::append(log.as_os_str().as_bytes(), &record)
+        .map_err(|e| io::Error::other(format!("{e:?}")))
 }
 
 /// Refuse to run under a tracer, and make this process non-dumpable so a same-uid process
@@ -264,20 +230,5 @@ mod tests {
         let rule = p.git_shim_rule(None);
         assert_eq!(rule.real_exec_dirs.len(), 2);
         assert!(p.real_binary("node").is_none());
-    }
-
-    #[test]
-    fn audit_line_is_escaped_json() {
-        let l = audit_line(
-            "git",
-            "hook_bypass",
-            "a\"b\n",
-            &["x\\".into()],
-            Path::new("/w"),
-        );
-        assert!(l.ends_with("]}\n"));
-        assert!(l.contains("\"detail\":\"a\\\"b\\n\""));
-        assert!(l.contains("\"argv\":[\"x\\\\\"]"));
-        assert_eq!(l.matches('\n').count(), 1);
     }
 }

@@ -128,6 +128,16 @@ fn node_through_the_wrapper() {
     }
     let audit = fs::read_to_string(dir.join("audit.jsonl")).unwrap();
     assert_eq!(audit.lines().count(), refused.len());
+    // The one record schema (guard/policy/src/audit.rs): tool, entry, decision, reason.
+    for (line, (args, code)) in audit.lines().zip(refused) {
+        let head = format!(
+            ",\"tool\":\"node\",\"entry\":\"wrapper\",\"decision\":\"deny\",\"reason\":\"{code}\","
+        );
+        assert!(
+            line.starts_with("{\"time\":") && line.contains(&head),
+            "{args:?}: {line}"
+        );
+    }
     assert!(!dir.join("pwned").exists());
     let _ = fs::remove_dir_all(&dir);
 }

@@ -17,6 +17,7 @@
 mod guard;
 mod hooks;
 mod state;
+mod symbols;
 
 #[cfg(not(test))]
 #[panic_handler]
