@@ -1140,3 +1140,105 @@ fn only_the_sequencer_may_commit_with_minus_n() {
         );
     }
 }
+
+/// `execguard run --audit <root>/audit.jsonl -- sh -c SCRIPT` in the repository, as the user.
+fn run_script_audited(s: &Session, script: &str) -> Output {
+    let audit = s.root.join("audit.jsonl");
+    if !audit.exists() {
+        s.write(&audit, "");
+    }
+    let mut c = Command::new(EXECGUARD);
+    c.arg("run")
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&s.repo);
+    s.who.apply(&mut c);
+    c.env("HOME", &s.home)
+        .env_remove("EXECGUARD_POLICY")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn what_a_strict_session_plants_in_the_repository_is_quarantined_when_it_ends() {
+    for who in identities() {
+        let s = Session::new(who, "takeover");
+        let marker = s.root.join("pwned");
+        // The session plants a hook and a command-running key (written as files: the wrapper
+        // would refuse `git config core.fsmonitor`), next to ordinary config work.
+        let script = format!(
+            "git remote add origin https://example.invalid/r && printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && printf '[core]\\n\\tfsmonitor = touch {m}\\n' >> .git/config && exit 7",
+            m = marker.display()
+        );
+        let out = run_script_audited(&s, &script);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "the session's own status: {}",
+            text(&out.stderr)
+        );
+        let err = text(&out.stderr);
+        let notice: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("execguard: quarantined "))
+            .collect();
+        assert_eq!(notice.len(), 1, "{}: {err}", who.label());
+        assert!(
+            !s.repo.join(".git/hooks/post-checkout").exists(),
+            "{}",
+            who.label()
+        );
+        let cfg = fs::read_to_string(s.repo.join(".git/config")).unwrap();
+        assert!(!cfg.contains("fsmonitor"), "{cfg}");
+        let audit = fs::read_to_string(s.root.join("audit.jsonl")).unwrap();
+        assert_eq!(
+            audit
+                .lines()
+                .filter(|l| l.contains("\"repository_quarantine\""))
+                .count(),
+            2,
+            "{audit}"
+        );
+        // The operator's plain git afterwards runs nothing the session planted.
+        let st = Command::new(DEBIAN_GIT)
+            .args(["-c", "safe.directory=*", "checkout", "-q", "-b", "after"])
+            .current_dir(&s.repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = Command::new(DEBIAN_GIT)
+            .args(["-c", "safe.directory=*", "status", "-s"])
+            .current_dir(&s.repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert!(
+            !marker.exists(),
+            "{}: a planted program ran for the operator",
+            who.label()
+        );
+
+        // Ordinary work only: nothing is quarantined, the config change stays.
+        let out = run_script_audited(
+            &s,
+            "git remote add other ../other && git config user.name Someone",
+        );
+        assert_status(&out, 0);
+        assert!(
+            !text(&out.stderr).contains("quarantined"),
+            "{}",
+            text(&out.stderr)
+        );
+        let cfg = fs::read_to_string(s.repo.join(".git/config")).unwrap();
+        assert!(
+            cfg.contains("[remote \"other\"]") && cfg.contains("Someone"),
+            "{cfg}"
+        );
+    }
+}
