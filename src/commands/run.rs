@@ -198,8 +198,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }));
         }
     }
-    // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
+    // Rule 3 (wrappers/README.md): a strict host session's repository control files are
+    // recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
+    if host && policy.profile() == Profile::Strict {
+        let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
+        let log = policy
+            .audit_log()
+            .map(|l| std::path::Path::new(std::ffi::OsStr::from_bytes(l)));
+        toolchain::supervise_repository(workspace, log, policy.profile())?;
+    }
+    // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
