@@ -8,7 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const TAG: &str = "execguard:test";
+/// The image these tests build: a tag of this source tree alone, so trees that share one Docker
+/// engine never run each other's image.
+fn tag() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        env!("CARGO_MANIFEST_DIR").hash(&mut h);
+        format!("execguard:test-{:08x}", h.finish() as u32)
+    })
+}
 const REAL: &str = "/usr/local/libexec/execguard/real";
 
 /// `true` when the tests run as root and Docker answers; otherwise skips loudly (a failure
@@ -39,7 +49,7 @@ fn image() -> &'static str {
     let result = BUILT.get_or_init(|| {
         let start = std::time::Instant::now();
         let out = execguard()
-            .args(["image", "build", "--tag", TAG, "--source"])
+            .args(["image", "build", "--tag", tag(), "--source"])
             .arg(env!("CARGO_MANIFEST_DIR"))
             .output()
             .map_err(|e| e.to_string())?;
@@ -57,7 +67,7 @@ fn image() -> &'static str {
     if let Err(e) = result {
         panic!("execguard image build failed:\n{e}");
     }
-    TAG
+    tag()
 }
 
 fn tail(s: &str, n: usize) -> String {
