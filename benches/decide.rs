@@ -88,6 +88,7 @@ fn benches(c: &mut Criterion) {
     let git_ctx = execguard_wrappers::GitContext {
         reader: &reader,
         shim: Default::default(),
+        internal_child: false,
     };
     let git_env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
     let commit: Vec<OsString> = ["commit", "-q", "-m", "message"]

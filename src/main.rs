@@ -2,7 +2,9 @@
 
 mod commands;
 mod exec;
+mod input;
 mod session;
+mod start;
 mod toolchain;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +40,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`execguard doctor | head -1`) ends the command quietly, as it ends
+    // `cat`: Rust ignores SIGPIPE, which turns the next print into a panic (an abort here).
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => commands::run::run(args),

@@ -30,6 +30,7 @@ pub fn default_policy(
     audit: Option<&Path>,
     seal: bool,
     runtimes: &[RuntimeEntry],
+    sides: &HostSides,
 ) -> Result<String> {
     let workspace = workspace
         .canonicalize()
@@ -49,6 +50,8 @@ pub fn default_policy(
     if seal {
         text.push_str("seal = true\n");
     }
+    text.push_str(&policy_list("mutable_roots", &sides.mutable_roots)?);
+    text.push_str(&policy_list("exec_dirs", &sides.exec_dirs)?);
     for rt in runtimes {
         text.push_str(&rt.to_policy()?);
     }
@@ -103,15 +106,154 @@ pub fn guard_library() -> Result<PathBuf> {
 }
 
 /// The default policy for `workspace` with the runtimes found on this machine through
-/// `PATH` (the caller's), for `run`, `check` and `policy default` alike.
+/// `PATH` (the caller's) and the host's sides of the partition, for `run`, `check` and
+/// `policy default` alike.
 pub fn discovered_default_policy(
     workspace: &Path,
     profile: Profile,
     audit: Option<&Path>,
     seal: bool,
+    exec_dirs: &ExecDirChoice,
 ) -> Result<String> {
     let runtimes = crate::toolchain::discover(std::env::var_os("PATH").as_deref())?;
-    default_policy(workspace, profile, audit, seal, &runtimes)
+    let sides = host_sides(workspace, exec_dirs)?;
+    default_policy(workspace, profile, audit, seal, &runtimes, &sides)
+}
+
+fn policy_list(key: &str, paths: &[PathBuf]) -> Result<String> {
+    let items: Vec<String> = paths
+        .iter()
+        .map(|p| policy_path(p).map(|s| format!("\"{s}\"")))
+        .collect::<Result<_>>()?;
+    Ok(format!("{key} = [{}]\n", items.join(", ")))
+}
+
+/// What a host session adds to the partition (docs/write-set.md): `$HOME` to the write set,
+/// and the exec dirs, the directories inside it that the session runs programs from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostSides {
+    pub mutable_roots: Vec<PathBuf>,
+    pub exec_dirs: Vec<PathBuf>,
+}
+
+/// The user's changes to the discovered exec dirs (`--exec-dir`, `--no-exec-dir`).
+#[derive(Clone, Debug, Default)]
+pub struct ExecDirChoice {
+    pub add: Vec<PathBuf>,
+    pub remove: Vec<PathBuf>,
+}
+
+/// The toolchain directories under `$HOME` that hold programs a session runs.
+pub const HOME_TOOLCHAINS: [&str; 6] = [
+    ".cargo/bin",
+    ".rustup",
+    ".nvm",
+    ".local/bin",
+    ".local/pipx",
+    ".pyenv",
+];
+
+/// The host's sides: `$HOME` (canonical) is in the write set; the exec dirs are every
+/// directory on `PATH` and `LD_LIBRARY_PATH`, the toolchains of [`HOME_TOOLCHAINS`], and the
+/// directories of the guard library and the wrappers, that exist and lie in `$HOME` but not
+/// in the workspace (what a session wrote there must not become a program), then the user's
+/// changes. An exec dir inside another one is dropped (the outer one covers it).
+pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
+    let workspace = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .and_then(|h| h.canonicalize().ok())
+        .filter(|h| h != Path::new("/") && h.is_dir());
+    let mut sides = HostSides::default();
+    let Some(home) = home else {
+        // No usable home: nothing to add, and an explicit exec dir must lie in the rest of W.
+        check_explicit(&choice.add, &workspace, &sides.mutable_roots)?;
+        sides.exec_dirs = canonical_dirs(&choice.add)?;
+        return Ok(sides);
+    };
+    sides.mutable_roots.push(home.clone());
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for var in ["PATH", "LD_LIBRARY_PATH"] {
+        if let Some(v) = std::env::var_os(var) {
+            candidates.extend(std::env::split_paths(&v).filter(|p| p.is_absolute()));
+        }
+    }
+    candidates.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+    if let Ok(lib) = guard_library() {
+        candidates.extend(lib.parent().map(Path::to_path_buf));
+    }
+    for tool in crate::toolchain::TOOLS {
+        if let Ok(w) = crate::toolchain::wrapper_binary(tool) {
+            candidates.extend(w.parent().map(Path::to_path_buf));
+        }
+    }
+    let mut found: Vec<PathBuf> = candidates
+        .iter()
+        .filter_map(|c| c.canonicalize().ok())
+        .filter(|c| c.is_dir() && c.starts_with(&home) && c != &home)
+        .filter(|c| !c.starts_with(&workspace))
+        .collect();
+    check_explicit(&choice.add, &workspace, &sides.mutable_roots)?;
+    found.extend(canonical_dirs(&choice.add)?);
+    let removed: Vec<PathBuf> = choice
+        .remove
+        .iter()
+        .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
+        .collect();
+    found.retain(|d| !removed.iter().any(|r| d.starts_with(r)));
+    found.sort();
+    found.dedup();
+    let outer: Vec<PathBuf> = found.clone();
+    found.retain(|d| !outer.iter().any(|o| o != d && d.starts_with(o)));
+    if found.len() > execguard_policy::policy::MAX_ROOTS {
+        bail!(
+            "exec_dirs_too_many: {} exec dirs found, a policy holds at most {}: drop some with --no-exec-dir",
+            found.len(),
+            execguard_policy::policy::MAX_ROOTS
+        );
+    }
+    sides.exec_dirs = found;
+    Ok(sides)
+}
+
+fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    dirs.iter()
+        .map(|d| {
+            d.canonicalize()
+                .ok()
+                .filter(|c| c.is_dir())
+                .with_context(|| {
+                    format!(
+                        "exec_dir_invalid: --exec-dir {} is not an existing directory",
+                        d.display()
+                    )
+                })
+        })
+        .collect()
+}
+
+/// An explicit exec dir must lie inside the write set (outside it, everything is on the
+/// execute side already) and be no root of it.
+fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> Result<()> {
+    for d in canonical_dirs(add)? {
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(d.as_os_str());
+        let roots: Vec<&Path> = host_roots
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([workspace])
+            .collect();
+        let in_host = roots.iter().any(|r| d.starts_with(r) && d != *r);
+        let in_builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .any(|r| execguard_policy::path::is_under(bytes, r) && bytes != *r);
+        if !in_host && !in_builtin {
+            bail!("exec_dir_outside_write_set: --exec-dir {} is not inside the write set (a root itself, or outside it, where everything is executable and read-only already)", d.display());
+        }
+    }
+    Ok(())
 }
 
 /// The policy in force, if any (system file first, then the environment).
@@ -125,7 +267,8 @@ pub fn policy_in_force() -> Result<Option<Loaded>> {
 
 /// A policy text given by the user (`--policy FILE`).
 pub fn policy_file(path: &Path) -> Result<Loaded> {
-    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        crate::input::read_policy(path).map_err(|e| anyhow::anyhow!("policy_invalid: {e}"))?;
     let policy = Policy::parse(&text)
         .map_err(|e| anyhow::anyhow!("policy_invalid: {}: {e}", path.display()))?;
     let profile = policy.profile();
@@ -134,4 +277,36 @@ pub fn policy_file(path: &Path) -> Result<Loaded> {
         text,
         profile,
     })
+}
+
+/// The partition a policy describes (docs/write-set.md): its mutable roots are the write set,
+/// its exec dirs the execute side inside it, and under `development` and `build` the
+/// workspace gets both rights.
+pub fn partition(policy: &Policy) -> execguard_seal::Partition {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
+    let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
+        .with_exec_dirs(policy.exec_dirs().map(path));
+    match policy.profile() {
+        Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
+        _ => p,
+    }
+}
+
+/// Seals this process for the session `policy` describes: the `noexec` mounts when the
+/// kernel allows them (otherwise said once, and reported reduced), the Landlock partition and
+/// the seccomp filter (executable memfds refused in strict sessions).
+pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
+    execguard_seal::seal(
+        &partition(policy),
+        &execguard_seal::Options {
+            memfd_noexec: policy.profile() == Profile::Strict,
+            mounts: execguard_seal::MountsMode::BestEffort,
+            reduced: match policy.profile() {
+                Profile::Strict => None,
+                p => Some(p.as_str()),
+            },
+        },
+    )
 }

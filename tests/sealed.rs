@@ -21,12 +21,14 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `execguard run [--seal] --workspace WS -- ARGS` with `sys` first on PATH.
+/// `execguard run --workspace WS -- ARGS` with `sys` first on PATH; unsealed: as on a kernel
+/// without Landlock (the test hook), with `--allow-unsealed`.
 fn session(f: &Fixture, seal: bool, args: &[&str]) -> Output {
     let mut c = Command::new(&tools().cli);
     c.arg("run").arg("--workspace").arg(&f.ws);
-    if seal {
-        c.arg("--seal");
+    if !seal {
+        c.arg("--allow-unsealed")
+            .env("EXECGUARD_TEST_LANDLOCK_ABI", "0");
     }
     c.arg("--")
         .args(args)

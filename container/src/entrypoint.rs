@@ -106,6 +106,47 @@ fn refuse(r: &Refusal) -> i32 {
     EXIT_REFUSED
 }
 
+/// [`refuse`], and a record in the image policy's audit log (the one schema: tool
+/// `entrypoint`, entry `start`), so a session that never started leaves a trace. Without a
+/// readable policy there is no log to write to; a record that cannot be written is said.
+fn refuse_audited(paths: &Paths, args: &[OsString], r: &Refusal) -> i32 {
+    use std::os::unix::ffi::OsStrExt;
+    let code = refuse(r);
+    let Ok(loaded) = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None)
+    else {
+        return code;
+    };
+    let policy = loaded.policy();
+    let Some(log) = policy.audit_log() else {
+        return code;
+    };
+    // Policy paths are absolute; below a test root they are re-rooted there.
+    let log = paths
+        .root
+        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
+    let mut target = NAME.as_bytes().to_vec();
+    for a in args {
+        target.push(b' ');
+        target.extend_from_slice(a.as_bytes());
+    }
+    let record = execguard_os::audit::stamp(
+        "entrypoint",
+        "start",
+        execguard_policy::audit::Decision::Deny,
+        r.code,
+        Some(policy.profile()),
+        r.detail.as_bytes(),
+        &target,
+    );
+    if execguard_os::audit::append(log.as_os_str().as_bytes(), &record).is_err() {
+        eprintln!(
+            "{NAME}: warning: audit_unwritable: the refusal could not be recorded in {}",
+            log.display()
+        );
+    }
+    code
+}
+
 /// Entry from `main`: production paths, real system calls, today's date.
 pub fn main(args: Vec<OsString>, env: Vec<(OsString, OsString)>) -> i32 {
     run(
@@ -128,14 +169,14 @@ pub fn run(
     sys.set_umask(0o077);
     let mode = match parse_mode(args) {
         Ok(m) => m,
-        Err(r) => return refuse(&r),
+        Err(r) => return refuse_audited(paths, args, &r),
     };
     if let Mode::GenerateManifest { root, files } = &mode {
         return generate(root, files);
     }
     match prepare(paths, sys, &mode, env, today) {
         Ok(prepared) => start(prepared),
-        Err(r) => refuse(&r),
+        Err(r) => refuse_audited(paths, args, &r),
     }
 }
 
@@ -435,7 +476,17 @@ fn prepare(
         // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
         // PID 1 seals itself; the provider and everything it starts inherit the seal.
         let roots = seal_roots(paths);
-        execguard_seal::seal(&roots).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        // The W^X partition and the session seccomp filter; the image makes its own noexec
+        // mounts, so none are made here.
+        execguard_seal::seal(
+            &execguard_seal::Partition::new(roots),
+            &execguard_seal::Options {
+                memfd_noexec: true,
+                mounts: execguard_seal::MountsMode::Off,
+                reduced: None,
+            },
+        )
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     }
 
     let mut cmd = match mode {
@@ -539,5 +590,44 @@ mod tests {
         );
         assert_eq!(code, 2);
         assert_eq!(sys.calls(), ["set_umask(77)"]);
+    }
+
+    #[test]
+    fn a_refusal_is_recorded_in_the_image_policy_audit_log() {
+        // The image policy is trusted only when root owns it.
+        if !execguard_testkit::require_root("the entrypoint's audit record") {
+            return;
+        }
+        let root = std::env::temp_dir().join(format!("eg-entry-audit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("etc/execguard")).unwrap();
+        std::fs::create_dir_all(root.join("state")).unwrap();
+        std::fs::write(
+            root.join("etc/execguard/policy.toml"),
+            "version = 1\nprofile = \"strict\"\naudit_log = \"/state/audit.jsonl\"\n",
+        )
+        .unwrap();
+        let sys = crate::privs::RecordingSyscall::container_root();
+        let paths = Paths::under(&root);
+        let env = vec![(OsString::from("AGENT_NAME"), OsString::from("cursor"))];
+        let date = Date {
+            year: 2026,
+            month: 1,
+            day: 1,
+        };
+        assert_eq!(run(&paths, &sys, &os(&["-p", "hi"]), &env, date), 2);
+        let log = std::fs::read_to_string(root.join("state/audit.jsonl")).unwrap();
+        assert_eq!(log.lines().count(), 1, "{log}");
+        assert!(
+            log.contains(
+                ",\"tool\":\"entrypoint\",\"entry\":\"start\",\"decision\":\"deny\",\"reason\":\""
+            ),
+            "{log}"
+        );
+        assert!(
+            log.contains("\"target\":\"execguard-entrypoint -p hi\""),
+            "{log}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

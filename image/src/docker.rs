@@ -266,17 +266,10 @@ pub fn prepare(req: RunRequest) -> Result<Launch> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
+    // The CLI has refused non-directories and broad workspaces (`start::check_workspace`).
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    if workspace == Path::new("/") {
-        bail!("the workspace cannot be /");
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        if Path::new(&home) == workspace {
-            bail!("the workspace cannot be your home directory");
-        }
-    }
     if req.arbitrary_command && req.args.is_empty() {
         bail!("--arbitrary-command needs a command: -- CMD [ARGS...]");
     }

@@ -1,79 +1,231 @@
-//! `execguard audit`: summarise an audit log (one JSON object per line).
+//! `execguard audit`: summarise an audit log (one record per line, the schema of
+//! `execguard_policy::audit`), surviving what a crash or a full disk leaves behind.
 
 use crate::session;
 use anyhow::{bail, Context as _, Result};
+use execguard_policy::audit::RECORD_MAX;
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The audit log; default: the one named by the policy in force
+    /// The audit log; default: the one named by the policy in force, else the one
+    /// `execguard run` keeps by default
     file: Option<PathBuf>,
     /// How many denied paths to list
     #[arg(long, default_value_t = 10)]
     top: usize,
 }
 
-/// Exit status: 0 when every line parsed, 1 when some did not, 2 when the log cannot be read.
+/// How every record begins ([`execguard_policy::audit::format_record`]).
+const RECORD_START: &[u8] = b"{\"time\":";
+
+/// What the lines of a log were.
+#[derive(Default, Debug, PartialEq, Eq)]
+struct Tally {
+    records: Vec<Summary>,
+    /// Pieces of records cut short (a crash, a full disk before writes were whole-or-nothing),
+    /// alone or glued to the record after them.
+    fragments: usize,
+    /// Lines that are not records at all (another file, a foreign format).
+    foreign: usize,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Summary {
+    decision: String,
+    tool: String,
+    reason: String,
+    path: String,
+}
+
+fn parse_record(bytes: &[u8]) -> Option<Summary> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    v.get("time")?.as_f64()?;
+    let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    Some(Summary {
+        decision: field("decision")?,
+        tool: field("tool")?,
+        reason: field("reason")?,
+        path: field("path").unwrap_or_default(),
+    })
+}
+
+impl Tally {
+    /// One line (without its newline; `None` when it was longer than any record).
+    fn line(&mut self, line: Option<&[u8]>) {
+        let Some(line) = line else {
+            self.foreign += 1;
+            return;
+        };
+        if line.is_empty() {
+            return;
+        }
+        if let Some(r) = parse_record(line) {
+            self.records.push(r);
+            return;
+        }
+        if !line.starts_with(RECORD_START) {
+            self.foreign += 1;
+            return;
+        }
+        // A fragment, perhaps with whole records glued after it: each piece starts where a
+        // record starts.
+        let starts: Vec<usize> = (0..line.len())
+            .filter(|&i| line[i..].starts_with(RECORD_START))
+            .chain(std::iter::once(line.len()))
+            .collect();
+        for w in starts.windows(2) {
+            match parse_record(&line[w[0]..w[1]]) {
+                Some(r) => self.records.push(r),
+                None => self.fragments += 1,
+            }
+        }
+    }
+}
+
+/// Reads `reader` line by line, never holding more than one record's worth of a line.
+fn tally(mut reader: impl BufRead) -> std::io::Result<Tally> {
+    let mut t = Tally::default();
+    let mut line = Vec::new();
+    let mut overlong = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let (chunk, end) = match buf.iter().position(|&c| c == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !overlong {
+            if line.len() + chunk.len() > RECORD_MAX {
+                overlong = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = end.unwrap_or(buf.len());
+        reader.consume(used);
+        if end.is_some() {
+            t.line((!overlong).then_some(&line[..]));
+            line.clear();
+            overlong = false;
+        }
+    }
+    if overlong || !line.is_empty() {
+        // The last line has no newline: a record whose write was cut short (a fragment, as
+        // `line` decides), or a foreign tail.
+        t.line((!overlong).then_some(&line[..]));
+    }
+    Ok(t)
+}
+
+/// Exit status: 0 when every line is a record or a fragment a crash or full disk left (those
+/// are counted and said on stderr); 1 when some lines are not records at all; 2 when the log
+/// cannot be read (not a regular file, missing).
 pub fn run(args: Args) -> Result<ExitCode> {
     let file = match args.file {
         Some(f) => f,
-        None => {
-            let loaded =
-                session::policy_in_force()?.context("no policy in force: name the audit log")?;
-            let policy = loaded.policy();
-            match policy.audit_log() {
-                Some(p) => PathBuf::from(String::from_utf8_lossy(p).into_owned()),
-                None => bail!("the policy in force names no audit_log"),
-            }
-        }
+        None => match session::policy_in_force()? {
+            Some(loaded) => match loaded.policy().audit_log() {
+                Some(p) => PathBuf::from(std::ffi::OsStr::from_bytes(p)),
+                None => bail!("the policy in force names no audit_log: name the audit log"),
+            },
+            // Outside a session: the log `execguard run` keeps by default.
+            None => crate::start::default_audit_log()?,
+        },
     };
     let reader = std::io::BufReader::new(
-        std::fs::File::open(&file).with_context(|| format!("cannot open {}", file.display()))?,
+        crate::input::open_regular(&file).map_err(|e| anyhow::anyhow!("audit_unreadable: {e}"))?,
     );
-    let mut decisions: BTreeMap<String, usize> = BTreeMap::new();
-    let mut reasons: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut denied_paths: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut total, mut bad) = (0usize, 0usize);
-    for line in reader.split(b'\n') {
-        let line = line?;
-        if line.is_empty() {
-            continue;
-        }
-        total += 1;
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
-            bad += 1;
-            continue;
-        };
-        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
-        let decision = field("decision");
-        *decisions.entry(decision.clone()).or_default() += 1;
-        *reasons.entry((field("tool"), field("reason"))).or_default() += 1;
-        if decision == "deny" {
-            *denied_paths.entry(field("path")).or_default() += 1;
+    let t = tally(reader).with_context(|| format!("audit_unreadable: {}", file.display()))?;
+    let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut reasons: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut denied_paths: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &t.records {
+        *decisions.entry(&r.decision).or_default() += 1;
+        *reasons.entry((&r.tool, &r.reason)).or_default() += 1;
+        if r.decision == "deny" {
+            *denied_paths.entry(&r.path).or_default() += 1;
         }
     }
-    println!("{}: {total} records", file.display());
+    println!("{}: {} records", file.display(), t.records.len());
     for (d, n) in &decisions {
         println!("  {d:<6} {n}");
     }
     println!("by tool and reason:");
     for ((tool, reason), n) in &reasons {
-        println!("  {tool:<8} {reason:<28} {n}");
+        println!("  {tool:<10} {reason:<28} {n}");
     }
     let mut top: Vec<_> = denied_paths.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     if !top.is_empty() {
         println!("most denied:");
         for (p, n) in top.into_iter().take(args.top) {
             println!("  {n:>6}  {p}");
         }
     }
-    if bad > 0 {
-        eprintln!("execguard: {bad} of {total} lines are not audit records");
+    if t.fragments > 0 {
+        eprintln!(
+            "execguard: audit_fragment: {} records were cut short (a crash or a full disk) and are not counted; the others are",
+            t.fragments
+        );
+    }
+    if t.foreign > 0 {
+        eprintln!(
+            "execguard: audit_foreign: {} lines are not audit records: is {} an audit log?",
+            t.foreign,
+            file.display()
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R: &str = "{\"time\":1.5,\"pid\":1,\"uid\":0,\"tool\":\"guard\",\"entry\":\"execve\",\"decision\":\"deny\",\"reason\":\"mutable_native\",\"path\":\"/w/a\",\"target\":\"a\"}";
+
+    fn counts(text: &str) -> (usize, usize, usize) {
+        let t = tally(text.as_bytes()).unwrap();
+        (t.records.len(), t.fragments, t.foreign)
+    }
+
+    #[test]
+    fn fragments_are_counted_and_the_records_around_them_kept() {
+        let frag = &R[..40];
+        let long = format!("{{\"x\":\"{}\"}}", "a".repeat(5000));
+        let cases: Vec<(String, (usize, usize, usize))> = vec![
+            (format!("{R}\n{R}\n"), (2, 0, 0)),
+            (format!("{R}\n\n{R}\n"), (2, 0, 0)),
+            // A torn tail (a crash mid-write).
+            (format!("{R}\n{frag}"), (1, 1, 0)),
+            // A fragment the next record was glued to (a full disk, then space again).
+            (format!("{R}\n{frag}{R}\n{R}\n"), (3, 1, 0)),
+            (format!("{frag}{frag}{R}\n"), (1, 2, 0)),
+            // A record whose newline was lost still parses.
+            (R.to_string(), (1, 0, 0)),
+            (format!("{R}\nnot json\n{{\"a\":1}}\n"), (1, 0, 2)),
+            (format!("{long}\n{R}\n"), (1, 0, 1)),
+            (format!("{R}\n{long}"), (1, 0, 1)),
+            ("\0\0\0\0".to_string(), (0, 0, 1)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(counts(&text), want, "{text:.200}");
+        }
+    }
+
+    #[test]
+    fn wrapper_and_entrypoint_records_count_under_their_tool() {
+        let git = R.replace("\"tool\":\"guard\"", "\"tool\":\"git\"");
+        let t = tally(format!("{git}\n").as_bytes()).unwrap();
+        assert_eq!(t.records[0].tool, "git");
+    }
 }

@@ -16,9 +16,9 @@ use execguard_container::{check_provider_args, Agent, Autonomy};
 use execguard_load::Loaded;
 use execguard_load::Source;
 use execguard_policy::{Profile, Reason, Verdict};
-use execguard_wrappers::env::{build_child_env, EnvView, Runtime};
-use execguard_wrappers::runtime::{RealGitConfig, WrapperPolicy};
-use execguard_wrappers::{GitContext, Refusal};
+use execguard_wrappers::env::EnvView;
+use execguard_wrappers::runtime::WrapperPolicy;
+use execguard_wrappers::{FileConfig, GitContext, Refusal};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,8 +70,15 @@ fn policy_for(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
+    let workspace = crate::start::check_workspace(&workspace)?;
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::discovered_default_policy(&workspace, profile, None, false)?;
+    let text = session::discovered_default_policy(
+        &workspace,
+        profile,
+        None,
+        true,
+        &session::ExecDirChoice::default(),
+    )?;
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),
@@ -99,12 +106,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     guard(&args, &loaded)
 }
 
-/// Is the guard loaded in this process (we run inside a session or under the image)?
-fn guard_loaded() -> bool {
-    std::fs::read_to_string("/proc/self/maps")
-        .is_ok_and(|m| m.lines().any(|l| l.ends_with(session::LIB_NAME)))
-}
-
 fn strs(v: &[OsString]) -> Vec<String> {
     v.iter().map(|a| a.to_string_lossy().into_owned()).collect()
 }
@@ -121,19 +122,11 @@ fn wrapper(
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let cwd = std::env::current_dir()?;
     let outcome: Result<Vec<OsString>, Refusal> = if tool == toolchain::GIT {
-        // git's config (aliases, repository keys) is read by running git. Under the guard only
-        // the wrapper may start the real git; the wrapper runs `config --list` unchanged.
-        let reader = RealGitConfig {
-            real_git: if guard_loaded() {
-                wrapper_path.to_path_buf()
-            } else {
-                real.to_path_buf()
-            },
-            env: build_child_env(Runtime::Git, &EnvView::new(&env)),
-        };
+        let reader = FileConfig::from_env(&EnvView::new(&env));
         let ctx = GitContext {
             reader: &reader,
             shim: wp.git_shim_rule(None),
+            internal_child: false,
         };
         execguard_wrappers::check_git_with(rest, &env, &cwd, &ctx).map(|plan| plan.args)
     } else {
@@ -155,6 +148,7 @@ fn wrapper(
             Err(r) => {
                 obj["reason"] = r.code().into();
                 obj["detail"] = r.detail().into();
+                obj["hint"] = r.hint().into();
                 obj["exit_status"] = execguard_wrappers::launch::EXIT_REFUSED.into();
             }
         }
@@ -172,9 +166,10 @@ fn wrapper(
                 );
             }
             Err(r) => println!(
-                "deny {}: {}\n  execguard-{} refuses this with exit status {}",
+                "deny {}: {}; to proceed: {}\n  execguard-{} refuses this with exit status {}",
                 r.code(),
                 r.detail(),
+                r.hint(),
                 tool.name,
                 execguard_wrappers::launch::EXIT_REFUSED
             ),

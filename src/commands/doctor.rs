@@ -2,6 +2,7 @@
 
 use crate::session;
 use anyhow::Result;
+use execguard_seal::{Assurance, MountReport, Partition};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,45 +12,78 @@ pub struct Args {
     /// How many statically linked programs to list
     #[arg(long, default_value_t = 20)]
     list: usize,
+    /// Print the enforcement report of this process as one JSON object instead
+    #[arg(long)]
+    json: bool,
 }
 
-struct Mount {
-    point: PathBuf,
-    fstype: String,
-    options: String,
+/// What this process is held to, as the kernel shows it from inside: the partition of the
+/// policy in force, the mounts of its write set, whether the kernel refuses to execute a file
+/// written there, the seccomp filters and `no_new_privs`, and the assurance that follows.
+#[derive(serde::Serialize)]
+struct Observed {
+    landlock_abi: Option<i64>,
+    write_set: Vec<PathBuf>,
+    exec_dirs: Vec<PathBuf>,
+    both: Vec<PathBuf>,
+    /// The write-set root probed, and whether the kernel refused to execute a file there.
+    exec_probe: Option<(String, bool)>,
+    user_namespace: bool,
+    seccomp_filters: u32,
+    no_new_privs: bool,
+    mounts: Vec<MountReport>,
+    assurance: Assurance,
 }
 
-/// Mount points from /proc/self/mountinfo (later mounts shadow earlier ones).
-fn mounts() -> Vec<Mount> {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
+/// A field of /proc/self/status.
+fn status_field(name: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
     text.lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let f: Vec<&str> = left.split(' ').collect();
-            let r: Vec<&str> = right.split(' ').collect();
-            Some(Mount {
-                point: PathBuf::from(unescape(f.get(4)?)),
-                options: f.get(5)?.to_string(),
-                fstype: r.first()?.to_string(),
-            })
-        })
-        .collect()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
 }
 
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
-}
-
-fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
-    mounts
+fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) -> Observed {
+    let roots: Vec<String> = partition
+        .write_set
         .iter()
-        .filter(|m| path.starts_with(&m.point))
-        .max_by_key(|m| m.point.as_os_str().len())
+        .map(|r| r.display().to_string())
+        .collect();
+    let exec_probe = seal_probe(&roots);
+    let seccomp_filters = status_field("Seccomp_filters")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let no_new_privs = status_field("NoNewPrivs").is_some_and(|v| v == "1");
+    let user_namespace = std::fs::read_to_string("/proc/self/uid_map")
+        .is_ok_and(|m| m.split_whitespace().collect::<Vec<_>>() != ["0", "0", "4294967295"]);
+    let report = execguard_seal::mounts::report(partition);
+    let mut reductions = Vec::new();
+    match profile {
+        Some(execguard_policy::Profile::Strict) => {}
+        Some(p) => reductions.push(p.as_str().to_string()),
+        None => reductions.push("no_policy".into()),
+    }
+    if !matches!(exec_probe, Some((_, true))) {
+        reductions.push("unsealed".into());
+    }
+    if seccomp_filters == 0 {
+        reductions.push("no_seccomp".into());
+    }
+    if report.iter().any(|m| !m.noexec) {
+        reductions.push("write_set_not_all_noexec".into());
+    }
+    Observed {
+        landlock_abi: execguard_seal::kernel_abi().ok(),
+        write_set: partition.write_set.clone(),
+        exec_dirs: partition.exec_dirs.clone(),
+        both: partition.both.clone(),
+        exec_probe,
+        user_namespace,
+        seccomp_filters,
+        no_new_privs,
+        mounts: report,
+        assurance: Assurance::from_reductions(reductions),
+    }
 }
 
 /// Is this file a statically linked ELF program (no PT_INTERP)? Such programs never load a
@@ -129,7 +163,28 @@ fn guard_mapped() -> bool {
         .is_ok_and(|m| m.lines().any(|l| l.ends_with(session::LIB_NAME)))
 }
 
+/// The partition of the policy in force, or the built-in write set without one.
+fn partition_of(loaded: Option<&execguard_load::Loaded>) -> Partition {
+    match loaded {
+        Some(l) => session::partition(&l.policy()),
+        None => Partition::new(
+            execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+                .iter()
+                .map(|r| PathBuf::from(String::from_utf8_lossy(r).into_owned())),
+        ),
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
+    if args.json {
+        let loaded = session::policy_in_force()?;
+        let observed = observe(
+            &partition_of(loaded.as_ref()),
+            loaded.as_ref().map(|l| l.policy().profile()),
+        );
+        println!("{}", serde_json::to_string(&observed)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     println!("guard");
     println!(
         "  loaded in this process: {}",
@@ -160,10 +215,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             None
         }
     };
-    let mut roots: Vec<String> = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
-        .iter()
-        .map(|r| String::from_utf8_lossy(r).into_owned())
-        .collect();
+    let partition = partition_of(loaded.as_ref());
     if let Some(l) = &loaded {
         let p = l.policy();
         let source = match &l.source {
@@ -183,41 +235,40 @@ pub fn run(args: Args) -> Result<ExitCode> {
         for rt in p.runtimes() {
             println!("  protected runtime: {rt}");
         }
-        roots = p
-            .mutable_roots()
-            .map(|r| String::from_utf8_lossy(r).into_owned())
-            .collect();
     }
-    println!("mutable roots");
-    let mounts = mounts();
-    for root in &roots {
-        let path = Path::new(root);
-        if !path.exists() {
-            println!("  {root}: absent");
-            continue;
-        }
-        let writable = nix_access_w(path);
-        match mount_of(&mounts, path) {
-            Some(m) => {
-                let noexec = m.options.split(',').any(|o| o == "noexec");
-                println!(
-                    "  {root}: mount {} ({}), {}, {}",
-                    m.point.display(),
-                    m.fstype,
-                    if writable {
-                        "writable"
-                    } else {
-                        "read-only for this user"
-                    },
-                    if noexec {
-                        "noexec (the kernel refuses exec and exec-mappings)"
-                    } else {
-                        "exec allowed by the mount: only the guard protects it"
-                    }
-                );
+    let observed = observe(&partition, loaded.as_ref().map(|l| l.policy().profile()));
+    println!("partition (docs/write-set.md)");
+    for root in &partition.write_set {
+        println!(
+            "  write set: {}{}",
+            root.display(),
+            if root.exists() {
+                ""
+            } else {
+                " (absent: no rule, neither writable nor executable)"
             }
-            None => println!("  {root}: mount unknown"),
-        }
+        );
+    }
+    for dir in &partition.exec_dirs {
+        println!("  exec dir (executable, read-only): {}", dir.display());
+    }
+    for dir in &partition.both {
+        println!("  both rights (reduced profile): {}", dir.display());
+    }
+    println!("  everything else: executable, not writable");
+    println!("write-set mounts");
+    for m in &observed.mounts {
+        println!(
+            "  {} ({}, for {}): {}",
+            m.mount_point.display(),
+            m.fstype,
+            m.root.display(),
+            if m.noexec {
+                "noexec (the kernel refuses exec and exec-mappings)"
+            } else {
+                "exec allowed by the mount: mappings are refused only by the guard"
+            }
+        );
     }
     println!("kernel");
     match execguard_seal::kernel_abi() {
@@ -234,19 +285,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
             match v.trim() {
                 "2" => "no memfd can be executed",
                 "1" => "memfds are created non-executable unless asked",
-                _ => "memfds may be executed: only the guard's MFD_NOEXEC_SEAL protects guarded processes",
+                _ => "memfds may be executed unless the session's seccomp filter refuses them",
             }
         ),
         Err(_) => println!("  vm.memfd_noexec: not supported by this kernel (before 6.3)"),
     }
     let policy_seal = loaded.as_ref().is_some_and(|l| l.policy().seal());
-    let probe = seal_probe(&roots, &mounts);
+    let probe = observed.exec_probe.clone();
     match &probe {
         Some((root, true)) => println!(
-            "  seal: this process is sealed (the kernel refused to execute a file in {root}{})",
-            execguard_seal::kernel_abi()
-                .map(|v| format!("; Landlock ABI {v}"))
-                .unwrap_or_default()
+            "  seal: this process is sealed (the kernel refused to execute a file written in {root})"
         ),
         Some((root, false)) => println!(
             "  seal: not sealed (the kernel executed a file in {root}){}",
@@ -256,8 +304,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 ""
             }
         ),
-        None => println!("  seal: unknown (no writable, exec-mounted mutable root to probe)"),
+        None => println!("  seal: unknown (no writable write-set root to probe)"),
     }
+    println!(
+        "  seccomp: {} filters, no_new_privs {}",
+        observed.seccomp_filters,
+        if observed.no_new_privs { "on" } else { "off" }
+    );
+    println!(
+        "  user namespace: {}",
+        if observed.user_namespace {
+            "yes (the session's own)"
+        } else {
+            "no"
+        }
+    );
+    println!("assurance: {}", observed.assurance);
     let statics = static_programs_on_path();
     println!(
         "statically linked programs on PATH: {} (no preload library sees their execs)",
@@ -272,17 +334,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Is this process sealed? Copies `/bin/true` into the first writable mutable root whose mount
-/// allows exec, and asks the kernel to execute it in a child with the raw system call (the
+/// Is this process sealed? Copies `/bin/true` into the first writable write-set root, and asks the kernel to execute it in a child with the raw system call (the
 /// guard, if loaded here, is not consulted). `Some((root, refused))`, or `None` when no root
 /// can be probed.
-fn seal_probe(roots: &[String], mounts: &[Mount]) -> Option<(String, bool)> {
+fn seal_probe(roots: &[String]) -> Option<(String, bool)> {
     use std::os::unix::ffi::OsStrExt;
     for root in roots {
         let path = Path::new(root);
-        let exec_mount =
-            mount_of(mounts, path).is_some_and(|m| !m.options.split(',').any(|o| o == "noexec"));
-        if !path.is_dir() || !nix_access_w(path) || !exec_mount {
+        // A noexec mount refuses the probe as surely as Landlock does: either is the kernel.
+        if !path.is_dir() || !nix_access_w(path) {
             continue;
         }
         let probe = path.join(format!(".execguard-seal-probe-{}", std::process::id()));

@@ -128,8 +128,13 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         }
         Command::Run(args) => {
             let print_args = args.print_args;
+            // The same start check as `execguard run`: a directory, not a broad one.
+            let workspace = match args.workspace {
+                Some(w) => w,
+                None => std::env::current_dir()?,
+            };
             let launch = docker::prepare(docker::RunRequest {
-                workspace: args.workspace,
+                workspace: Some(crate::start::check_workspace(&workspace)?),
                 profile: args.profile,
                 agent: args.agent,
                 autonomy: args.autonomy,

@@ -35,7 +35,13 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             };
             print!(
                 "{}",
-                session::discovered_default_policy(&workspace, profile, audit.as_deref(), false)?
+                session::discovered_default_policy(
+                    &workspace,
+                    profile,
+                    audit.as_deref(),
+                    profile != Profile::Breakglass,
+                    &session::ExecDirChoice::default(),
+                )?
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -43,8 +49,14 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 }
 
 fn validate(file: &std::path::Path) -> Result<ExitCode> {
-    let text =
-        std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let text = match crate::input::read_policy(file) {
+        Ok(t) => t,
+        Err(e @ crate::input::InputError::Unreadable(..)) => return Err(e.into()),
+        Err(e) => {
+            eprintln!("execguard: policy_invalid: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
     let policy = match Policy::parse(&text) {
         Ok(p) => p,
         Err(e) => {

@@ -5,6 +5,7 @@
 
 use crate::exec::{decide_command, lossy};
 use crate::session::{self, guard_library};
+use crate::start;
 use crate::toolchain;
 use anyhow::{bail, Result};
 use execguard_load::{Loaded, Source, POLICY_ENV};
@@ -26,16 +27,26 @@ pub struct Args {
     /// Use this policy file instead of the embedded default
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// Append one JSON record per refusal to this file
+    /// Append one JSON record per refusal to this file (default: audit.jsonl in the user's
+    /// runtime directory, $XDG_RUNTIME_DIR/execguard or /tmp/execguard-UID)
     #[arg(long, conflicts_with = "policy")]
     audit: Option<PathBuf>,
-    /// Seal the session with Landlock: the kernel refuses to execute any file in a mutable
-    /// root, whoever asks (static and Go programs included); refuses to start without Landlock
-    #[arg(long, conflicts_with = "policy")]
+    /// Accepted for compatibility: every session is sealed (W^X) unless --allow-unsealed
+    #[arg(long)]
     seal: bool,
-    /// With --seal: when the kernel cannot enforce Landlock, run unsealed (reduced assurance)
-    #[arg(long, requires = "seal")]
+    /// When the kernel cannot enforce the W^X partition, run unsealed anyway (reduced
+    /// assurance, said once on stderr and recorded in the policy as no seal)
+    #[arg(long)]
     allow_unsealed: bool,
+    /// Also keep DIR executable and read-only inside the write set (repeatable)
+    #[arg(long = "exec-dir", value_name = "DIR", conflicts_with = "policy")]
+    exec_dir: Vec<PathBuf>,
+    /// Do not keep DIR (a discovered exec dir) executable: it is written, never run (repeatable)
+    #[arg(long = "no-exec-dir", value_name = "DIR", conflicts_with = "policy")]
+    no_exec_dir: Vec<PathBuf>,
+    /// Print the enforcement report on stderr before the command starts
+    #[arg(short, long)]
+    verbose: bool,
     /// The command and its arguments
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
@@ -64,12 +75,23 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
+    let workspace = start::check_workspace(&workspace)?;
+    let audit = match &args.audit {
+        Some(a) => a.clone(),
+        None => start::default_audit_log()?,
+    };
     let profile = args.profile.unwrap_or(Profile::Strict);
+    // Breakglass has no partition (recorded in its profile); every other session is sealed.
+    let seal = profile != Profile::Breakglass && seal_available(args.allow_unsealed)?;
     let text = session::discovered_default_policy(
         &workspace,
         profile,
-        args.audit.as_deref(),
-        args.seal && seal_available(args.allow_unsealed)?,
+        Some(&audit),
+        seal,
+        &session::ExecDirChoice {
+            add: args.exec_dir.clone(),
+            remove: args.no_exec_dir.clone(),
+        },
     )?;
     Ok(Loaded {
         source: Source::Environment,
@@ -78,28 +100,28 @@ fn session_policy(args: &Args) -> Result<Loaded> {
     })
 }
 
-/// Can the kernel enforce the seal? Without Landlock, `--seal` refuses to start (typed error,
-/// exit 2) unless `--allow-unsealed` accepts the reduced assurance, which is said on stderr.
+/// Can the kernel enforce the partition? Without it the session refuses to start (typed
+/// error, exit 2) unless `--allow-unsealed` accepts the reduced assurance, said once.
 fn seal_available(allow_unsealed: bool) -> Result<bool> {
-    match execguard_seal::kernel_abi() {
+    match execguard_seal::partition_abi() {
         Ok(_) => Ok(true),
-        Err(errno) if allow_unsealed => {
-            eprintln!(
-                "execguard: warning: reduced assurance: running unsealed, the kernel cannot enforce Landlock ({})",
-                std::io::Error::from_raw_os_error(errno)
-            );
+        Err(e) if allow_unsealed => {
+            eprintln!("execguard: warning: reduced assurance: running unsealed ({e})");
             Ok(false)
         }
-        Err(errno) => bail!(
-            "seal_unavailable: the kernel cannot enforce Landlock ({}); pass --allow-unsealed to run without the seal",
-            std::io::Error::from_raw_os_error(errno)
-        ),
+        Err(e) => bail!("{e}; pass --allow-unsealed to run without the seal"),
     }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
+    if let Some(log) = policy.audit_log() {
+        start::check_audit_log(log)?;
+        if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
+            start::announce_default_log(log);
+        }
+    }
     let lib = guard_library()?;
     // A guard the session can rewrite guards nothing.
     if let Some(root) = policy.mutable_root_of(lib.as_os_str().as_bytes()) {
@@ -151,16 +173,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &args.command,
         &env,
     );
+    if let Verdict::Deny { reason, path, .. } = &decision.verdict {
+        eprintln!(
+            "execguard: denied {}: {}",
+            reason.code(),
+            lossy(path.as_bytes())
+        );
+    }
+    if start::audit_first_command(&policy, &decision.verdict, &args.command, &decision.target)
+        .is_err()
+    {
+        return Ok(ExitCode::from(126));
+    }
     match &decision.verdict {
         Verdict::Allow(_) => {}
-        Verdict::Deny { reason, path, .. } => {
-            eprintln!(
-                "execguard: denied {}: {}",
-                reason.code(),
-                lossy(path.as_bytes())
-            );
-            return Ok(ExitCode::from(126));
-        }
+        Verdict::Deny { .. } => return Ok(ExitCode::from(126)),
         Verdict::Kernel(errno) => {
             let err = std::io::Error::from_raw_os_error(*errno);
             eprintln!("execguard: {}: {err}", lossy(&decision.target));
@@ -171,14 +198,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }));
         }
     }
-    if policy.seal() {
+    // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
+    if policy.seal() && (args.policy.is_some() || loaded.source == Source::Environment) {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
-        let roots: Vec<PathBuf> = policy
-            .mutable_roots()
-            .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)))
-            .collect();
-        execguard_seal::seal(&roots).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let report = session::seal(&policy).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if args.verbose {
+            for line in report.lines() {
+                eprintln!("execguard: {line}");
+            }
+        }
     }
     // Under the seal the kernel refuses a mutable script itself: start its interpreter with the
     // argv the kernel would have built, as the guard does for every later exec.

@@ -33,6 +33,8 @@ pub struct Tools {
     pub argv: PathBuf,
     /// `evil.c`: a shared object that announces itself when mapped.
     pub evil: PathBuf,
+    /// `around.c`: reaches libc's exec and mapping functions around the hooked names.
+    pub around: PathBuf,
 }
 
 pub fn tools() -> &'static Tools {
@@ -45,6 +47,7 @@ pub fn tools() -> &'static Tools {
             probe: compile(&dir, "probe.c", "probe", &[]),
             argv: compile(&dir, "argv.c", "argv", &[]),
             evil: compile(&dir, "evil.c", "evil.so", &["-shared", "-fPIC"]),
+            around: compile(&dir, "around.c", "around", &[]),
         }
     })
 }
@@ -261,6 +264,14 @@ impl Fixture {
     pub fn write_exec(&self, path: &Path, content: &[u8]) {
         std::fs::write(path, content).unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Lets `who` run scenarios here: the audit log is created and given to `who` (everything
+    /// else stays root's, so nothing becomes writable by the session's user).
+    pub fn for_identity(&self, who: &execguard_testkit::Identity) -> &Self {
+        std::fs::write(&self.audit, b"").unwrap();
+        who.own(&self.audit);
+        self
     }
 
     /// Every record of the audit log (each line must be one JSON object).

@@ -120,7 +120,11 @@ const GIT_ALLOW: &[&str] = &[
     "GIT_PROTOCOL_FROM_USER",
     "GIT_HTTP_USER_AGENT",
     "GIT_INDEX_VERSION",
-    "GIT_EDITOR",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SHALLOW_FILE",
+    "GIT_ALLOW_PROTOCOL",
+    "GIT_SSH_VARIANT",
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
     "GIT_PUSH_OPTION_COUNT",
@@ -139,10 +143,16 @@ const GIT_ALLOW_PREFIX: &[&str] = &[
     "GIT_PUSH_OPTION_",
 ];
 
-/// Values the git child always gets: global and system config isolated.
+/// Values the git child always gets. The pager, editor and askpass are neutralised: `cat` is
+/// git's "no pager", `:` its "no editor", an empty `GIT_ASKPASS` its "ask on the terminal";
+/// each wins over `core.pager`/`pager.*`, `core.editor`/`EDITOR`/`VISUAL` and
+/// `core.askPass`/`SSH_ASKPASS` (which are dropped: not on the allow-list). The system config
+/// is not read (the wrapper checks the files git reads; the global one is read and checked).
 pub const GIT_FORCED: &[(&str, &str)] = &[
-    ("GIT_CONFIG_GLOBAL", crate::git::FORCED_CONFIG_GLOBAL),
     ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_EDITOR", ":"),
+    ("GIT_ASKPASS", ""),
 ];
 
 /// node variables passed to the real node.
@@ -255,7 +265,11 @@ mod tests {
             ("GCONV_PATH", "/tmp"),
             ("NODE_OPTIONS", "--require /tmp/x.js"),
             ("BASH_ENV", "/tmp/x"),
-            ("GIT_CONFIG_GLOBAL", "/tmp/evil"),
+            ("GIT_CONFIG_GLOBAL", "/tmp/checked"),
+            ("EDITOR", "vim"),
+            ("PAGER", "less"),
+            ("GIT_PAGER", "less"),
+            ("SSH_ASKPASS", "/usr/bin/ssh-askpass"),
             ("GIT_AUTHOR_NAME", "a"),
             ("LC_ALL", "C"),
         ]));
@@ -271,11 +285,17 @@ mod tests {
             "GCONV_PATH",
             "NODE_OPTIONS",
             "BASH_ENV",
+            "EDITOR",
+            "PAGER",
+            "SSH_ASKPASS",
         ] {
             assert_eq!(get(n), None, "{n} must be dropped");
         }
-        assert_eq!(get("GIT_CONFIG_GLOBAL"), Some("/dev/null".into()));
+        assert_eq!(get("GIT_CONFIG_GLOBAL"), Some("/tmp/checked".into()));
         assert_eq!(get("GIT_CONFIG_NOSYSTEM"), Some("1".into()));
+        assert_eq!(get("GIT_PAGER"), Some("cat".into()));
+        assert_eq!(get("GIT_EDITOR"), Some(":".into()));
+        assert_eq!(get("GIT_ASKPASS"), Some("".into()));
         assert_eq!(get("GIT_AUTHOR_NAME"), Some("a".into()));
         assert_eq!(get("LC_ALL"), Some("C".into()));
         let node = build_child_env(Runtime::Node, &env);

@@ -11,6 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::env::{build_child_env, EnvView, Runtime};
+use crate::git::files::FileConfig;
 use crate::git::{check_git_with, GitContext};
 use crate::refusal::{Reason, Refusal};
 use crate::runtime::{self, WrapperPolicy};
@@ -48,9 +49,13 @@ impl Invocation {
     /// One stderr line, one audit record, exit status 2.
     fn refuse(&self, r: &Refusal, policy: Option<&WrapperPolicy>) -> i32 {
         let _ = writeln!(std::io::stderr(), "execguard-{}: {r}", self.tool);
-        if let Some(log) = policy.and_then(|p| p.audit_log.as_deref()) {
-            let line = runtime::audit_line(self.tool, r.code(), r.detail(), &self.args, &self.cwd);
-            if let Err(e) = runtime::append_audit(log, &line) {
+        if let Some(p) = policy {
+            let Some(log) = p.audit_log.as_deref() else {
+                return EXIT_REFUSED;
+            };
+            let written =
+                runtime::audit_refusal(log, self.tool, p.profile, r.code(), r.detail(), &self.args);
+            if let Err(e) = written {
                 let _ = writeln!(
                     std::io::stderr(),
                     "execguard-{}: warning: failed to write audit log {}: {e}",
@@ -122,6 +127,21 @@ pub fn dashed_subcommand(argv0: &std::ffi::OsStr) -> Option<OsString> {
     (!sub.is_empty()).then(|| OsString::from(sub))
 }
 
+/// Is the parent process a real git of the policy (git starting git, e.g. the sequencer's
+/// `commit -n`)? The guard lets only the wrapper start a real git, so a real git parent ran
+/// through the wrapper's checks itself. Fails closed: an unreadable parent is not git.
+fn parent_is_real_git(policy: &WrapperPolicy) -> bool {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let ppid = unsafe { libc::getppid() };
+    let Ok(exe) = std::fs::metadata(format!("/proc/{ppid}/exe")) else {
+        return false;
+    };
+    policy.runtimes.iter().filter(|r| r.name == "git").any(|r| {
+        std::fs::metadata(&r.path)
+            .is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == (exe.dev(), exe.ino()))
+    })
+}
+
 /// `execguard-git` (installed as `git`).
 pub fn main_git() -> i32 {
     let mut inv = Invocation::from_process("git");
@@ -135,13 +155,11 @@ pub fn main_git() -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let reader = runtime::RealGitConfig {
-        real_git: real.clone(),
-        env: build_child_env(Runtime::Git, &inv.env),
-    };
+    let reader = FileConfig::from_env(&inv.env);
     let ctx = GitContext {
         reader: &reader,
         shim: policy.git_shim_rule(self_exe),
+        internal_child: parent_is_real_git(&policy),
     };
     match check_git_with(&inv.args, &inv.env_pairs, &inv.cwd, &ctx) {
         Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git, &plan.config_env_vars),

@@ -2,6 +2,10 @@
 //! in option names, `--opt=value` and `--opt value` for options that take values, the `-pe`
 //! style short bundles, `--` ending node's options, and the first non-option being the
 //! script (everything after it belongs to the script).
+//!
+//! Threat (rule 4 of `wrappers/README.md`): code hidden inside an approved invocation, loaded
+//! before the code the command line shows. Inline code (`-e`, `-p`, a script on stdin, the
+//! REPL) is code in plain sight, as a script file is: allowed.
 
 use std::ffi::OsString;
 
@@ -84,16 +88,12 @@ const VALUE_OPTIONS: &[&str] = &[
     "test-coverage-exclude",
 ];
 
-/// Options that print something and exit: a run made only of these needs no script.
-const PRINT_ONLY: &[&str] = &["version", "help", "v8-options", "completion-bash"];
-
 /// Built-in test reporters; any other value is a module node would load.
 const BUILTIN_REPORTERS: &[&str] = &["spec", "tap", "dot", "junit", "lcov"];
 
 fn classify_long(name: &str, value: Option<&str>) -> Option<(Reason, &'static str)> {
     use Reason::*;
     Some(match name {
-        "eval" | "print" | "interactive" => (NodeInlineCode, "runs code given on the command line"),
         "require" | "import" | "loader" | "experimental-loader" => {
             (NodeCodeLoading, "loads code before the script")
         }
@@ -126,18 +126,19 @@ fn classify_long(name: &str, value: Option<&str>) -> Option<(Reason, &'static st
     })
 }
 
-fn classify_short(c: char) -> Option<(Reason, &'static str)> {
-    match c {
-        'e' | 'p' | 'i' => Some((
-            Reason::NodeInlineCode,
-            "runs code given on the command line",
-        )),
-        'r' => Some((Reason::NodeCodeLoading, "loads code before the script")),
-        _ => None,
-    }
+/// node never takes an option's value from an argument that starts with `-` (it reports a
+/// missing argument, or reads the option as boolean as `-p` does): so neither do we.
+fn takes_next(args: &[OsString], i: usize) -> bool {
+    args.get(i)
+        .is_some_and(|a| !(a.len() > 1 && a.as_encoded_bytes().starts_with(b"-")))
 }
 
-/// What node would run: the script (if any) and where its arguments start.
+/// Short options: `-r` loads a module; `-e`, `-p`, `-C` take a value (attached or next).
+fn short_takes_value(c: char) -> bool {
+    matches!(c, 'e' | 'p' | 'C')
+}
+
+/// What node would run: the script, if any (`None` for inline code, stdin, the REPL).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodePlan {
     pub script: Option<OsString>,
@@ -148,84 +149,57 @@ pub struct NodePlan {
 /// to node (see `env::build_child_env`).
 pub fn check_node(args: &[OsString]) -> Result<NodePlan, Refusal> {
     let mut i = 0;
-    let mut print_only = true;
-    let mut test_mode = false;
-    let mut saw_option = false;
     while i < args.len() {
         let raw = args[i].to_string_lossy().into_owned();
         i += 1;
         if raw == "--" {
-            let script = args.get(i).cloned();
-            return finish(script, print_only && !saw_option, test_mode);
+            return Ok(NodePlan {
+                script: args.get(i).cloned(),
+            });
         }
         if let Some(body) = raw.strip_prefix("--") {
-            saw_option = true;
             let (name, inline) = match body.find('=') {
                 Some(k) => (&body[..k], Some(&body[k + 1..])),
                 None => (body, None),
             };
             let name = name.replace('_', "-");
             let mut value = inline.map(str::to_owned);
-            if value.is_none() && VALUE_OPTIONS.contains(&name.as_str()) && i < args.len() {
+            if value.is_none() && VALUE_OPTIONS.contains(&name.as_str()) && takes_next(args, i) {
                 value = Some(args[i].to_string_lossy().into_owned());
                 i += 1;
             }
             if name.starts_with("no-") {
-                print_only = false;
                 continue; // negation of a boolean option
             }
             if let Some((reason, what)) = classify_long(&name, value.as_deref()) {
                 return Err(Refusal::new(reason, format!("node {raw}: {what}")));
             }
-            if name == "test" {
-                test_mode = true;
-            }
-            if !PRINT_ONLY.contains(&name.as_str()) {
-                print_only = false;
-            }
             continue;
         }
         if raw.len() > 1 && raw.starts_with('-') {
-            saw_option = true;
             let letters: Vec<char> = raw[1..].chars().collect();
-            for (j, c) in letters.iter().enumerate() {
-                if let Some((reason, what)) = classify_short(*c) {
-                    return Err(Refusal::new(reason, format!("node {raw}: {what}")));
-                }
-                if *c == 'C' {
-                    if j + 1 == letters.len() && i < args.len() {
-                        i += 1; // -C <condition>
-                    }
-                    break;
-                }
+            // Anywhere in a bundle: a letter read as a value by us could be an option to node.
+            if letters.contains(&'r') {
+                return Err(Refusal::new(
+                    Reason::NodeCodeLoading,
+                    format!("node {raw}: loads code before the script"),
+                ));
             }
-            if !(raw == "-v" || raw == "-h") {
-                print_only = false;
+            for (j, c) in letters.iter().enumerate() {
+                if short_takes_value(*c) {
+                    if j + 1 == letters.len() && takes_next(args, i) {
+                        i += 1; // the value is the next argument
+                    }
+                    break; // the rest of the bundle is the value
+                }
             }
             continue;
         }
-        return finish(Some(args[i - 1].clone()), false, test_mode);
+        return Ok(NodePlan {
+            script: Some(args[i - 1].clone()),
+        });
     }
-    finish(None, print_only && saw_option, test_mode)
-}
-
-fn finish(
-    script: Option<OsString>,
-    print_only: bool,
-    test_mode: bool,
-) -> Result<NodePlan, Refusal> {
-    match &script {
-        Some(s) if s == "-" => Err(Refusal::new(
-            Reason::NodeInlineCode,
-            "node -: reads code from stdin",
-        )),
-        Some(_) => Ok(NodePlan { script }),
-        None if print_only || test_mode => Ok(NodePlan { script }),
-        None => Err(Refusal::new(
-            Reason::NodeInlineCode,
-            "node without a script starts the REPL or reads code from stdin",
-        )),
-    }
+    Ok(NodePlan { script: None })
 }
 
 #[cfg(test)]
@@ -240,20 +214,16 @@ mod tests {
     #[test]
     fn node_corpus() {
         let refused: &[(&[&str], &str)] = &[
-            (&["-e", "1"], "node_inline_code"),
-            (&["--eval=1"], "node_inline_code"),
-            (&["-p", "1"], "node_inline_code"),
-            (&["-pe", "1"], "node_inline_code"),
-            (&["-ep", "1"], "node_inline_code"),
-            (&["--print", "1"], "node_inline_code"),
-            (&["-i"], "node_inline_code"),
-            (&[], "node_inline_code"),
-            (&["-"], "node_inline_code"),
-            (&["--", "-"], "node_inline_code"),
-            (&["--no-warnings"], "node_inline_code"),
             (&["-r", "x", "a.js"], "node_code_loading"),
+            (&["-er", "x"], "node_code_loading"),
+            (&["-e", "1", "--require", "x"], "node_code_loading"),
+            (&["-p", "1", "-r", "x"], "node_code_loading"),
+            (&["-p", "-r", "x"], "node_code_loading"),
+            (&["-e", "-r", "x"], "node_code_loading"),
+            (&["--title", "--require", "x"], "node_code_loading"),
             (&["--require=x", "a.js"], "node_code_loading"),
             (&["--import", "x", "a.js"], "node_code_loading"),
+            (&["--import=x", "-e", "1"], "node_code_loading"),
             (&["--loader", "x", "a.js"], "node_code_loading"),
             (&["--experimental-loader=x", "a.js"], "node_code_loading"),
             (&["--experimental_loader=x", "a.js"], "node_code_loading"),
@@ -278,18 +248,31 @@ mod tests {
             (&["--inspect-brk", "a.js"], "node_inspector"),
             (&["--inspect_wait", "a.js"], "node_inspector"),
             (&["--inspect-port=1", "a.js"], "node_inspector"),
+            (&["--inspect", "-e", "1"], "node_inspector"),
             (&["--run", "build"], "node_run"),
-            (&["--title", "x", "-e", "1"], "node_inline_code"),
+            (&["--title", "x", "--require", "y"], "node_code_loading"),
+            (&["--title", "-r", "y", "-e", "1"], "node_code_loading"),
             (&["--test-reporter=./r.js", "--test"], "node_code_loading"),
         ];
         for (args, code) in refused {
             let r = check(args).expect_err(&format!("{args:?} must be refused"));
             assert_eq!(r.code(), *code, "{args:?}");
         }
+        // Inline code is code in plain sight: allowed, like a script file.
         let allowed: &[&[&str]] = &[
             &["a.js"],
-            &["a.js", "-e", "x", "--inspect", "--no-verify"],
+            &["a.js", "-e", "x", "--inspect", "--no-verify", "-r", "y"],
             &["--", "a.js", "-e"],
+            &["-e", "1"],
+            &["--eval=1"],
+            &["-p", "1"],
+            &["-pe", "1"],
+            &["--print", "1"],
+            &["-i"],
+            &[],
+            &["-"],
+            &["--", "-"],
+            &["--no-warnings"],
             &["-v"],
             &["--version"],
             &["-h"],
@@ -308,8 +291,9 @@ mod tests {
             );
         }
         assert_eq!(
-            check(&["--title", "-e", "a.js"]).unwrap().script,
+            check(&["--title", "t", "a.js"]).unwrap().script,
             Some("a.js".into())
         );
+        assert_eq!(check(&["-e", "1"]).unwrap().script, None);
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// Why a wrapper refused to start its runtime. The string forms (`as_str`) are stable and
-/// documented in `wrappers/README.md`.
+/// documented in `wrappers/README.md`, each with the threat it stops.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reason {
@@ -16,31 +16,31 @@ pub enum Reason {
     /// `--upload-pack`, `grep -O`, ...).
     CommandOption,
     /// A subcommand that exists to run arbitrary commands (`filter-branch`, `bisect run`,
-    /// `submodule foreach`, `instaweb`).
+    /// `submodule foreach`, `instaweb`, `remote-ext`).
     CommandSubcommand,
-    /// A config key that runs a command or redirects git's control plane, from any source.
+    /// A config key that runs a command, from any source.
     ConfigKey,
-    /// `GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_COUNT/KEY_n/VALUE_n` or a `-c`/`--config-env`
-    /// spec that git itself would reject (refused rather than guessed at).
+    /// `GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_COUNT/KEY_n/VALUE_n`, a `-c`/`--config-env` spec or
+    /// a config file that git itself would reject (refused rather than guessed at).
     ConfigMalformed,
-    /// An environment variable that overrides git's control plane (`GIT_SSH_COMMAND`, `PAGER`,
-    /// `GIT_TRACE` to a file, ...).
+    /// An environment variable that makes git run a command (`GIT_SSH_COMMAND`,
+    /// `GIT_EXTERNAL_DIFF`, ...).
     EnvOverride,
-    /// `--exec-path` in any form, or a `GIT_EXEC_PATH` that is not a valid shim directory.
+    /// `--exec-path=<dir>`, or a `GIT_EXEC_PATH` that is neither the session's shim nor git's
+    /// own exec-path.
     ExecPath,
-    /// `--git-dir`, `--work-tree`, `GIT_DIR`, `GIT_INDEX_FILE`, ... pointing away from the
-    /// repository git would find by itself.
-    RepositoryOverride,
     /// An alias whose body is a shell command (`!`).
     AliasShell,
     /// An alias loop, or nesting deeper than git allows.
     AliasLoop,
-    /// The alias could not be resolved (the real git's config could not be read).
+    /// An empty alias.
     AliasUnresolved,
-    /// A git URL using the `ext::` transport, which runs a command.
-    ExtTransport,
-    /// node: code given inline or from stdin (`-e`, `-p`, REPL, `-`).
-    NodeInlineCode,
+    /// A URL whose transport is a remote helper that is not git's own (`ext::`, `evil::x`,
+    /// `foo://`): git would run `git-remote-<name>` from `PATH`.
+    TransportHelper,
+    /// A sequencer todo list (`.git/rebase-merge/git-rebase-todo`) holding `exec` lines, on
+    /// `rebase --continue/--skip/--edit-todo`.
+    TodoExec,
     /// node: an option that loads code or configuration before the script (`-r`, `--import`,
     /// `--loader`, `--env-file`, `--openssl-config`, ...).
     NodeCodeLoading,
@@ -48,8 +48,8 @@ pub enum Reason {
     NodeInspector,
     /// node: `--run` (runs a package.json script through a shell).
     NodeRun,
-    /// The real git's config could not be read, so aliases and repository config could not
-    /// be checked.
+    /// A config file could not be read, so aliases and command-running keys could not be
+    /// checked.
     ConfigUnreadable,
     /// A global option git does not know (refused rather than guessed at).
     UnknownOption,
@@ -68,18 +68,41 @@ impl Reason {
             Reason::ConfigMalformed => "config_malformed",
             Reason::EnvOverride => "env_override",
             Reason::ExecPath => "exec_path",
-            Reason::RepositoryOverride => "repository_override",
             Reason::AliasShell => "alias_shell",
             Reason::AliasLoop => "alias_loop",
             Reason::AliasUnresolved => "alias_unresolved",
-            Reason::ExtTransport => "ext_transport",
-            Reason::NodeInlineCode => "node_inline_code",
+            Reason::TransportHelper => "transport_helper",
+            Reason::TodoExec => "todo_exec",
             Reason::NodeCodeLoading => "node_code_loading",
             Reason::NodeInspector => "node_inspector",
             Reason::NodeRun => "node_run",
             Reason::ConfigUnreadable => "config_unreadable",
             Reason::UnknownOption => "unknown_option",
             Reason::Traced => "traced",
+        }
+    }
+
+    /// How to proceed, when the refusal site has nothing more specific to say.
+    pub fn default_hint(self) -> &'static str {
+        match self {
+            Reason::HookBypass => "run it without the bypass: the repository's hooks must run (fix what a failing hook reports)",
+            Reason::CommandOption => "leave the option out and run that program as a command of its own",
+            Reason::CommandSubcommand => "run the commands yourself, one by one",
+            Reason::ConfigKey => "remove the key from the source named, or do this outside the session",
+            Reason::ConfigMalformed => "fix the syntax (git itself would reject it)",
+            Reason::EnvOverride => "unset the variable (git's defaults do the same job without running a program of the caller's choosing)",
+            Reason::ExecPath => "unset GIT_EXEC_PATH and drop --exec-path=: git finds its own helpers",
+            Reason::AliasShell => "run the alias's command yourself",
+            Reason::AliasLoop => "fix the alias definitions",
+            Reason::AliasUnresolved => "define the alias, or call the git command itself",
+            Reason::TransportHelper => "use a URL git handles itself (https://, ssh://, git://, a path or file://)",
+            Reason::TodoExec => "remove the exec lines from the todo list (`git rebase --edit-todo` is not needed: edit the file) and run those commands yourself, or `git rebase --abort`",
+            Reason::NodeCodeLoading => "load the module from the script itself (import/require), or run it as its own script",
+            Reason::NodeInspector => "debug outside the session",
+            Reason::NodeRun => "use `npm run <script>`",
+            Reason::ConfigUnreadable => "make the config file readable (or remove it)",
+            Reason::UnknownOption => "check the spelling against `git help git`",
+            Reason::Traced => "run it without a debugger or tracer attached",
         }
     }
 
@@ -92,12 +115,11 @@ impl Reason {
         Reason::ConfigMalformed,
         Reason::EnvOverride,
         Reason::ExecPath,
-        Reason::RepositoryOverride,
         Reason::AliasShell,
         Reason::AliasLoop,
         Reason::AliasUnresolved,
-        Reason::ExtTransport,
-        Reason::NodeInlineCode,
+        Reason::TransportHelper,
+        Reason::TodoExec,
         Reason::NodeCodeLoading,
         Reason::NodeInspector,
         Reason::NodeRun,
@@ -113,13 +135,14 @@ impl fmt::Display for Reason {
     }
 }
 
-/// A refused invocation. `Display` gives `refused <code>: <detail>`, the text after the
-/// `execguard-<tool>: ` prefix of the stderr line.
+/// A refused invocation. `Display` gives `refused <code>: <detail>; to proceed: <hint>`, the
+/// text after the `execguard-<tool>: ` prefix of the stderr line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("refused {reason}: {detail}")]
+#[error("refused {reason}: {detail}; to proceed: {}", self.hint())]
 pub struct Refusal {
     reason: Reason,
     detail: String,
+    hint: Option<String>,
 }
 
 impl Refusal {
@@ -127,7 +150,14 @@ impl Refusal {
         Refusal {
             reason,
             detail: detail.into(),
+            hint: None,
         }
+    }
+
+    /// A more specific way to proceed than the reason's default.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// The stable reason code, e.g. `hook_bypass`.
@@ -141,5 +171,12 @@ impl Refusal {
 
     pub fn detail(&self) -> &str {
         &self.detail
+    }
+
+    /// How to proceed (always present: every refusal says what to do instead).
+    pub fn hint(&self) -> &str {
+        self.hint
+            .as_deref()
+            .unwrap_or_else(|| self.reason.default_hint())
     }
 }

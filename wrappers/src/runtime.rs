@@ -1,5 +1,4 @@
-//! Where the wrappers find the real runtime and the audit log, how they read git's config
-//! through the real git, and how they exec.
+//! Where the wrappers find the real runtime and the audit log, and how they exec.
 //!
 //! The policy comes from the one loader for std callers, `execguard_load`:
 //! `/etc/execguard/policy.toml` when it exists (root-owned; the environment is then never
@@ -7,18 +6,14 @@
 //! The policy engine parses it: a policy the guard would refuse, the wrappers refuse too.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use execguard_load::{LoadError, Loaded};
 use execguard_policy::Policy;
 
-use crate::git::config::ConfigEntry;
-use crate::git::{ConfigReader, ShimRule};
+use crate::git::ShimRule;
 
 pub use execguard_load::{POLICY_ENV, SYSTEM_POLICY};
 
@@ -35,6 +30,8 @@ pub struct RuntimeEntry {
 pub struct WrapperPolicy {
     pub runtimes: Vec<RuntimeEntry>,
     pub audit_log: Option<PathBuf>,
+    /// The session profile, for audit records.
+    pub profile: Option<execguard_policy::Profile>,
 }
 
 fn os_path(b: &[u8]) -> PathBuf {
@@ -54,6 +51,7 @@ impl WrapperPolicy {
                 })
                 .collect(),
             audit_log: policy.audit_log().map(os_path),
+            profile: Some(policy.profile()),
         }
     }
 
@@ -106,133 +104,47 @@ impl WrapperPolicy {
                 }
             })
             .collect();
+        let real_gits = self
+            .runtimes
+            .iter()
+            .filter(|r| r.name == "git" && r.path.is_file())
+            .map(|r| r.path.clone())
+            .collect();
         ShimRule {
             wrapper,
             real_exec_dirs,
+            real_gits,
         }
     }
 }
 
-/// Reads config by running the real git (`git config --list -z`) with the isolated child
-/// environment and without command-line config sources (those are checked separately).
-pub struct RealGitConfig {
-    pub real_git: PathBuf,
-    pub env: Vec<(OsString, OsString)>,
-}
-
-impl ConfigReader for RealGitConfig {
-    fn read_config(
-        &self,
-        cwd: &Path,
-        global_args: &[OsString],
-    ) -> Result<Vec<ConfigEntry>, String> {
-        let out = Command::new(&self.real_git)
-            .args(global_args)
-            .args(["config", "--list", "-z"])
-            .env_clear()
-            .envs(
-                self.env
-                    .iter()
-                    .filter(|(k, _)| {
-                        let k = k.to_string_lossy();
-                        !(k.starts_with("GIT_CONFIG_PARAMETERS")
-                            || k.starts_with("GIT_CONFIG_COUNT")
-                            || k.starts_with("GIT_CONFIG_KEY_")
-                            || k.starts_with("GIT_CONFIG_VALUE_"))
-                    })
-                    .map(|(k, v)| (k, v)),
-            )
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| format!("failed to run {}: {e}", self.real_git.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "git config --list failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(parse_config_list_z(&out.stdout))
+/// Appends the record of a refusal to the audit log, in the one schema
+/// ([`execguard_policy::audit`]): tool `git`/`node`, entry `wrapper`, the reason code, the
+/// argument that decided as `path`, the command line as `target`; whole or not at all.
+pub fn audit_refusal(
+    log: &Path,
+    tool: &str,
+    profile: Option<execguard_policy::Profile>,
+    code: &str,
+    detail: &str,
+    argv: &[OsString],
+) -> io::Result<()> {
+    let mut target = tool.as_bytes().to_vec();
+    for a in argv {
+        target.push(b' ');
+        target.extend_from_slice(a.as_bytes());
     }
-}
-
-/// Parse `git config --list -z`: `key\nvalue\0`, or `key\0` for the implicit boolean.
-pub fn parse_config_list_z(out: &[u8]) -> Vec<ConfigEntry> {
-    out.split(|b| *b == 0)
-        .filter(|r| !r.is_empty())
-        .map(|r| {
-            let s = String::from_utf8_lossy(r);
-            match s.split_once('\n') {
-                Some((k, v)) => ConfigEntry::new(k, Some(v)),
-                None => ConfigEntry::new(s.as_ref(), None),
-            }
-        })
-        .collect()
-}
-
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// One audit record as a JSON line.
-pub fn audit_line(tool: &str, code: &str, detail: &str, argv: &[OsString], cwd: &Path) -> String {
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let mut s = String::from("{");
-    s.push_str(&format!("\"ts\":{ts},\"pid\":{},", std::process::id()));
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    s.push_str(&format!("\"uid\":{uid},\"source\":"));
-    json_str(&mut s, &format!("execguard-{tool}"));
-    s.push_str(",\"decision\":\"refused\",\"reason\":");
-    json_str(&mut s, code);
-    s.push_str(",\"detail\":");
-    json_str(&mut s, detail);
-    s.push_str(",\"cwd\":");
-    json_str(&mut s, &cwd.to_string_lossy());
-    s.push_str(",\"argv\":[");
-    for (i, a) in argv.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        json_str(&mut s, &a.to_string_lossy());
-    }
-    s.push_str("]}\n");
-    s
-}
-
-/// Append one record with a single `write` on an `O_APPEND` descriptor, so concurrent
-/// writers never interleave within a line.
-pub fn append_audit(path: &Path, line: &str) -> io::Result<()> {
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(path)?;
-    let n = f.write(line.as_bytes())?;
-    if n != line.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            "short audit write",
-        ));
-    }
-    Ok(())
+    let record = execguard_os::audit::stamp(
+        tool,
+        "wrapper",
+        execguard_policy::audit::Decision::Deny,
+        code,
+        profile,
+        detail.as_bytes(),
+        &target,
+    );
+    execguard_os::audit::append(log.as_os_str().as_bytes(), &record)
+        .map_err(|e| io::Error::other(format!("{e:?}")))
 }
 
 /// Refuse to run under a tracer, and make this process non-dumpable so a same-uid process
@@ -318,27 +230,5 @@ mod tests {
         let rule = p.git_shim_rule(None);
         assert_eq!(rule.real_exec_dirs.len(), 2);
         assert!(p.real_binary("node").is_none());
-    }
-
-    #[test]
-    fn audit_line_is_escaped_json() {
-        let l = audit_line(
-            "git",
-            "hook_bypass",
-            "a\"b\n",
-            &["x\\".into()],
-            Path::new("/w"),
-        );
-        assert!(l.ends_with("]}\n"));
-        assert!(l.contains("\"detail\":\"a\\\"b\\n\""));
-        assert!(l.contains("\"argv\":[\"x\\\\\"]"));
-        assert_eq!(l.matches('\n').count(), 1);
-    }
-
-    #[test]
-    fn config_list_z() {
-        let v = parse_config_list_z(b"core.bare\nfalse\0alias.co\ncheckout\0x.flag\0");
-        assert_eq!(v[1], ConfigEntry::new("alias.co", Some("checkout")));
-        assert_eq!(v[2], ConfigEntry::new("x.flag", None));
     }
 }

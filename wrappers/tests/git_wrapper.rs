@@ -137,6 +137,8 @@ enum Want {
     /// Allowed, and it is a commit: the hook must have run and HEAD moved.
     Commits,
     Refused(&'static str),
+    /// Not refused by the wrapper; git itself may fail (another repository, say).
+    GitDecides,
 }
 
 struct Case {
@@ -357,26 +359,46 @@ fn corpus() -> Vec<Case> {
         ),
         case(
             &["clone", "ext::sh -c touch% pwned", "x"],
-            Refused("ext_transport"),
+            Refused("transport_helper"),
+        ),
+        case(&["fetch", "evil::x"], Refused("transport_helper")),
+        case(&["push", "foo://h/r", "HEAD"], Refused("transport_helper")),
+        case(
+            &["ls-remote", "hg::https://h/r"],
+            Refused("transport_helper"),
+        ),
+        case(
+            &["archive", "--remote=evil::x", "HEAD"],
+            Refused("transport_helper"),
+        ),
+        case(
+            &["remote", "add", "x", "evil::x"],
+            Refused("transport_helper"),
+        ),
+        case(
+            &["remote-ext", "x", "sh -c touch% pwned"],
+            Refused("command_subcommand"),
         ),
         // Global options.
         case(&["--exec-path=/tmp", "status"], Refused("exec_path")),
         // Without `=`, git prints its exec-path (the shim) and exits; git-submodule needs it.
         case(&["--exec-path", "status"], Allowed),
-        case(
-            &["--git-dir=/tmp", "status"],
-            Refused("repository_override"),
-        ),
-        case(
-            &["--work-tree=/tmp", "status"],
-            Refused("repository_override"),
-        ),
+        // Another repository is git's business: the wrapper reads that repository's config.
+        case(&["--git-dir=/tmp", "status"], GitDecides),
+        case(&["--work-tree=.", "status"], Allowed),
         case(&["--bogus-global", "status"], Refused("unknown_option")),
         // Config keys on the command line (weakness 7 and the reference list).
+        // Neutralised, not refused: GIT_PAGER=cat and GIT_EDITOR=: win over these.
+        case(&["-c", "core.pager=touch pwned", "log", "-1"], Allowed),
+        case(&["-c", "pager.log=touch pwned", "log", "-1"], Allowed),
         case(
-            &["-c", "core.pager=touch pwned", "log"],
-            Refused("config_key"),
+            &["-p", "-c", "core.pager=touch pwned", "log", "-1"],
+            Allowed,
         ),
+        case(&["-c", "core.editor=touch pwned", "status"], Allowed),
+        case(&["-c", "core.askpass=touch pwned", "status"], Allowed),
+        case(&["-c", "protocol.file.allow=always", "status"], Allowed),
+        case(&["-c", "core.worktree=.", "status"], Allowed),
         case(
             &["-c", "core.fsmonitor=touch pwned", "status"],
             Refused("config_key"),
@@ -385,20 +407,35 @@ fn corpus() -> Vec<Case> {
             &["-c", "core.sshCommand=x", "status"],
             Refused("config_key"),
         ),
-        case(&["-c", "core.editor=x", "status"], Refused("config_key")),
-        case(&["-c", "core.askpass=x", "status"], Refused("config_key")),
+        case(
+            &["-c", "imap.tunnel=touch pwned", "status"],
+            Refused("config_key"),
+        ),
         case(&["-c", "core.gitProxy=x", "status"], Refused("config_key")),
         case(
             &["-c", "core.alternateRefsCommand=x", "status"],
             Refused("config_key"),
         ),
         case(
-            &["-c", "credential.helper=!x", "status"],
+            &["-c", "credential.helper=!x", "fetch", "."],
             Refused("config_key"),
         ),
         case(
-            &["-c", "credential.https://h.helper=!x", "status"],
+            &["-c", "credential.https://h.helper=!x", "push", "."],
             Refused("config_key"),
+        ),
+        // A helper only matters to commands that talk to a remote; an empty one clears it.
+        case(&["-c", "credential.helper=!x", "status"], Allowed),
+        case(
+            &[
+                "-c",
+                "credential.helper=!x",
+                "-c",
+                "credential.helper=",
+                "ls-remote",
+                ".",
+            ],
+            Allowed,
         ),
         case(&["-c", "diff.external=x", "diff"], Refused("config_key")),
         case(
@@ -409,7 +446,6 @@ fn corpus() -> Vec<Case> {
             &["-c", "includeIf.gitdir:/.path=/tmp/x", "status"],
             Refused("config_key"),
         ),
-        case(&["-c", "pager.log=x", "log"], Refused("config_key")),
         case(
             &["-c", "sequence.editor=x", "status"],
             Refused("config_key"),
@@ -428,7 +464,7 @@ fn corpus() -> Vec<Case> {
         ),
         case(
             &["-c", "remote.origin.vcs=x", "status"],
-            Refused("config_key"),
+            Refused("transport_helper"),
         ),
         case(
             &["-c", "protocol.ext.allow=always", "status"],
@@ -436,7 +472,11 @@ fn corpus() -> Vec<Case> {
         ),
         case(
             &["-c", "url.ext::sh.insteadOf=https://", "status"],
-            Refused("config_key"),
+            Refused("transport_helper"),
+        ),
+        case(
+            &["-c", "remote.origin.url=evil::x", "status"],
+            Refused("transport_helper"),
         ),
         case(&["-c", "filter.x.clean=x", "status"], Refused("config_key")),
         case(
@@ -482,21 +522,17 @@ fn corpus() -> Vec<Case> {
             &["-c", "init.templateDir=/tmp", "status"],
             Refused("config_key"),
         ),
-        case(&["-c", "CORE.PAGER=x", "log"], Refused("config_key")),
-        case(
-            &["-c", "core.worktree=/tmp", "status"],
-            Refused("repository_override"),
-        ),
+        case(&["-c", "CORE.SSHCOMMAND=x", "log"], Refused("config_key")),
         case(
             &["clone", "-c", "core.fsmonitor=x", ".", "y"],
             Refused("config_key"),
         ),
         case(
-            &["clone", "--config=core.pager=x", ".", "y"],
+            &["clone", "--config=core.sshCommand=x", ".", "y"],
             Refused("config_key"),
         ),
         case(
-            &["clone", "--conf", "core.pager=x", ".", "y"],
+            &["clone", "--conf", "core.gitProxy=x", ".", "y"],
             Refused("config_key"),
         ),
         case(
@@ -528,7 +564,7 @@ fn corpus() -> Vec<Case> {
             Refused("config_key"),
         ),
         case_env(
-            &["--config-env", "core.pager=PG", "log"],
+            &["--config-env", "core.sshCommand=PG", "log"],
             &[("PG", "x")],
             Refused("config_key"),
         ),
@@ -538,7 +574,7 @@ fn corpus() -> Vec<Case> {
         ),
         // GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT parsed as git does (weakness 4).
         case_env(
-            &["status"],
+            &["fetch", "."],
             &[(
                 "GIT_CONFIG_PARAMETERS",
                 "'credential.https://h.helper'='!cmd'",
@@ -547,7 +583,7 @@ fn corpus() -> Vec<Case> {
         ),
         case_env(
             &["status"],
-            &[("GIT_CONFIG_PARAMETERS", "'core.pager=x'")],
+            &[("GIT_CONFIG_PARAMETERS", "'core.sshCommand=x'")],
             Refused("config_key"),
         ),
         case_env(
@@ -572,7 +608,7 @@ fn corpus() -> Vec<Case> {
             &["status"],
             &[
                 ("GIT_CONFIG_COUNT", " 1"),
-                ("GIT_CONFIG_KEY_0", "core.pager"),
+                ("GIT_CONFIG_KEY_0", "core.sshCommand"),
                 ("GIT_CONFIG_VALUE_0", "x"),
             ],
             Refused("config_key"),
@@ -581,7 +617,7 @@ fn corpus() -> Vec<Case> {
             &["status"],
             &[
                 ("GIT_CONFIG_COUNT", "+1"),
-                ("GIT_CONFIG_KEY_0", "core.pager"),
+                ("GIT_CONFIG_KEY_0", "core.sshCommand"),
                 ("GIT_CONFIG_VALUE_0", "x"),
             ],
             Refused("config_key"),
@@ -601,7 +637,7 @@ fn corpus() -> Vec<Case> {
                 ("GIT_CONFIG_COUNT", "2"),
                 ("GIT_CONFIG_KEY_0", "user.name"),
                 ("GIT_CONFIG_VALUE_0", "a"),
-                ("GIT_CONFIG_KEY_1", "core.pager"),
+                ("GIT_CONFIG_KEY_1", "core.sshCommand"),
                 ("GIT_CONFIG_VALUE_1", "x"),
             ],
             Refused("config_key"),
@@ -628,7 +664,7 @@ fn corpus() -> Vec<Case> {
             &["status"],
             &[
                 ("GIT_CONFIG_COUNT", "0"),
-                ("GIT_CONFIG_KEY_0", "core.pager"),
+                ("GIT_CONFIG_KEY_0", "core.sshCommand"),
                 ("GIT_CONFIG_VALUE_0", "x"),
             ],
             Allowed,
@@ -652,7 +688,7 @@ fn corpus() -> Vec<Case> {
             Refused("alias_shell"),
         ),
         case(
-            &["-c", "alias.a=-c core.pager=x log", "a"],
+            &["-c", "alias.a=-c core.sshCommand=x log", "a"],
             Refused("config_key"),
         ),
         // Environment overrides (reference list and weakness 8).
@@ -662,16 +698,8 @@ fn corpus() -> Vec<Case> {
             Refused("env_override"),
         ),
         case_env(&["status"], &[("GIT_SSH", "x")], Refused("env_override")),
-        case_env(
-            &["status"],
-            &[("GIT_ASKPASS", "x")],
-            Refused("env_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("SSH_ASKPASS", "x")],
-            Refused("env_override"),
-        ),
+        case_env(&["status"], &[("GIT_ASKPASS", "touch pwned")], Allowed),
+        case_env(&["status"], &[("SSH_ASKPASS", "touch pwned")], Allowed),
         case_env(
             &["status"],
             &[("GIT_EXTERNAL_DIFF", "x")],
@@ -679,8 +707,8 @@ fn corpus() -> Vec<Case> {
         ),
         case_env(
             &["status"],
-            &[("GIT_CONFIG_GLOBAL", "/tmp/x")],
-            Refused("env_override"),
+            &[("GIT_CONFIG_GLOBAL", "/nonexistent/gitconfig")],
+            Allowed,
         ),
         case_env(
             &["status"],
@@ -692,16 +720,17 @@ fn corpus() -> Vec<Case> {
             &[("GIT_CONFIG_NOSYSTEM", "0")],
             Refused("env_override"),
         ),
-        case_env(&["status"], &[("GIT_EDITOR", "x")], Refused("env_override")),
-        case_env(&["status"], &[("GIT_PAGER", "x")], Refused("env_override")),
+        case_env(&["status"], &[("GIT_EDITOR", "touch pwned")], Allowed),
+        case_env(&["log", "-1"], &[("GIT_PAGER", "touch pwned")], Allowed),
         case_env(
             &["status"],
             &[("GIT_SEQUENCE_EDITOR", "x")],
             Refused("env_override"),
         ),
-        case_env(&["status"], &[("EDITOR", "x")], Refused("env_override")),
-        case_env(&["status"], &[("VISUAL", "x")], Refused("env_override")),
-        case_env(&["status"], &[("PAGER", "x")], Refused("env_override")),
+        case_env(&["status"], &[("EDITOR", "touch pwned")], Allowed),
+        case_env(&["status"], &[("VISUAL", "touch pwned")], Allowed),
+        case_env(&["-p", "log", "-1"], &[("PAGER", "touch pwned")], Allowed),
+        case_env(&["status"], &[("GIT_SEQUENCE_EDITOR", ":")], Allowed),
         case_env(
             &["status"],
             &[("GIT_PROXY_COMMAND", "x")],
@@ -714,64 +743,27 @@ fn corpus() -> Vec<Case> {
         ),
         case_env(
             &["status"],
-            &[("GIT_ALLOW_PROTOCOL", "ext")],
-            Refused("env_override"),
+            &[("GIT_ALLOW_PROTOCOL", "file:ext")],
+            Refused("transport_helper"),
         ),
         case_env(
             &["status"],
-            &[("GIT_TRACE", "/tmp/trace")],
-            Refused("env_override"),
+            &[("GIT_ALLOW_PROTOCOL", "file:https")],
+            Allowed,
         ),
+        case_env(&["status"], &[("GIT_SSH_VARIANT", "ssh")], Allowed),
         case_env(
-            &["status"],
-            &[("GIT_TRACE_PACKET", "/tmp/trace")],
-            Refused("env_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("GIT_SSH_VARIANT", "ssh")],
-            Refused("env_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("LESSOPEN", "|touch pwned")],
-            Refused("env_override"),
+            &["-p", "log", "-1"],
+            &[("LESSOPEN", "|touch pwned %s")],
+            Allowed,
         ),
         case_env(
             &["status"],
             &[("GIT_EXEC_PATH", "/tmp")],
             Refused("exec_path"),
         ),
-        case_env(
-            &["status"],
-            &[("GIT_DIR", "/tmp")],
-            Refused("repository_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("GIT_WORK_TREE", "/tmp")],
-            Refused("repository_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("GIT_INDEX_FILE", "/tmp/index")],
-            Refused("repository_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("GIT_OBJECT_DIRECTORY", "/tmp")],
-            Refused("repository_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("GIT_ALTERNATE_OBJECT_DIRECTORIES", "/tmp")],
-            Refused("repository_override"),
-        ),
-        case_env(
-            &["status"],
-            &[("GIT_COMMON_DIR", "/tmp")],
-            Refused("repository_override"),
-        ),
+        case_env(&["status"], &[("GIT_DIR", "/tmp")], GitDecides),
+        case_env(&["status"], &[("GIT_WORK_TREE", ".")], Allowed),
     ]
 }
 
@@ -806,6 +798,8 @@ fn corpus_through_the_wrapper() {
                     None
                 }
             }
+            GitDecides if stderr.contains("execguard-git:") => Some(format!("stderr {stderr}")),
+            GitDecides => None,
             Allowed if code != Some(0) => Some(format!("exit {code:?}; stderr {stderr}")),
             Allowed => None,
             Commits if code != Some(0) => Some(format!("exit {code:?}; stderr {stderr}")),
@@ -867,8 +861,12 @@ fn command_running_repository_config_is_refused() {
     real_git(&fx.repo, &["config", "core.hooksPath", "/dev/null"]);
     let out = fx.run(&["commit", "--allow-empty", "-m", "x"], &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .starts_with("execguard-git: refused hook_bypass: repository config: core.hookspath"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("execguard-git: refused hook_bypass: ")
+            && err.contains(".git/config: core.hookspath"),
+        "{err}"
+    );
     real_git(&fx.repo, &["config", "--unset", "core.hooksPath"]);
     real_git(&fx.repo, &["config", "core.fsmonitor", "touch pwned"]);
     assert_eq!(fx.run(&["status"], &[]).status.code(), Some(2));
@@ -914,8 +912,13 @@ fn hooks_get_an_allow_listed_environment() {
     ] {
         assert!(!env.contains(bad), "{bad} reached the hook");
     }
-    assert!(env.contains("GIT_CONFIG_GLOBAL=/dev/null"));
+    assert!(
+        !env.contains("GIT_CONFIG_GLOBAL="),
+        "~/.gitconfig is honoured"
+    );
     assert!(env.contains("GIT_CONFIG_NOSYSTEM=1"));
+    assert!(env.contains("GIT_PAGER=cat\n"));
+    assert!(env.contains("GIT_EDITOR=:\n"));
     assert!(env.contains("LC_ALL=C"));
     assert!(!fx.repo.join("pwned").exists());
 }

@@ -12,6 +12,7 @@ fn git(args: &[String]) -> Result<(), String> {
     let ctx = GitContext {
         reader: &reader,
         shim: ShimRule::default(),
+        internal_child: false,
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     check_git_with(&args, &[], Path::new("/"), &ctx)

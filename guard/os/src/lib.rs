@@ -2,6 +2,7 @@
 //! the preload library, the CLI and the wrappers, so all of them see files the same way.
 #![no_std]
 
+pub mod audit;
 pub mod raw;
 
 use core::ffi::CStr;

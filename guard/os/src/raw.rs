@@ -165,6 +165,20 @@ pub fn write(fd: c_int, buf: &[u8]) -> Result<usize, c_int> {
     unsafe { call(libc::SYS_write, a) }.map(|n| n as usize)
 }
 
+/// `lseek(fd, offset, whence)`: the resulting offset.
+pub fn lseek(fd: c_int, offset: i64, whence: c_int) -> Result<u64, c_int> {
+    let a = [fd as c_long, offset as c_long, whence as c_long, 0, 0, 0];
+    // SAFETY: lseek takes no pointers; the kernel checks the descriptor.
+    unsafe { call(libc::SYS_lseek, a) }.map(|o| o as u64)
+}
+
+/// `ftruncate(fd, len)`.
+pub fn ftruncate(fd: c_int, len: u64) -> Result<(), c_int> {
+    let a = [fd as c_long, len as c_long, 0, 0, 0, 0];
+    // SAFETY: ftruncate takes no pointers; the kernel checks the descriptor.
+    unsafe { call(libc::SYS_ftruncate, a) }.map(|_| ())
+}
+
 /// `close(fd)`. A failed close of a descriptor the caller opened loses nothing.
 pub fn close(fd: c_int) {
     // SAFETY: closing an integer; the kernel checks it.
@@ -277,6 +291,104 @@ pub fn abort() -> ! {
         );
         loop {
             syscall6(libc::SYS_exit_group, [134, 0, 0, 0, 0, 0]);
+        }
+    }
+}
+
+/// An anonymous private read-write mapping of `len` bytes (zero-filled), or the errno.
+pub fn map_anonymous(len: usize) -> Result<*mut u8, c_int> {
+    let a = [
+        0,
+        len as c_long,
+        (libc::PROT_READ | libc::PROT_WRITE) as c_long,
+        (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as c_long,
+        -1,
+        0,
+    ];
+    // SAFETY: a new anonymous mapping at an address the kernel picks aliases no live memory.
+    unsafe { call(libc::SYS_mmap, a) }.map(|p| p as *mut u8)
+}
+
+/// Unmaps what [`map_anonymous`] returned.
+///
+/// # Safety
+/// `ptr`/`len` came from one `map_anonymous` call and nothing refers to that memory any more.
+pub unsafe fn unmap(ptr: *mut u8, len: usize) {
+    // SAFETY: forwarded contract; a failure leaves a mapping, which loses nothing.
+    let _ = unsafe { call(libc::SYS_munmap, [ptr as c_long, len as c_long, 0, 0, 0, 0]) };
+}
+
+/// A `syscall()` number as the kernel reads it: what the guard must decide before passing it on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelCall {
+    /// `execve` (native ABI).
+    Execve,
+    /// `execveat` (native ABI).
+    Execveat,
+    /// `memfd_create` (any ABI: the arguments are the same registers).
+    MemfdCreate,
+    /// `execve`/`execveat` of the x32 ABI: argv and envp are arrays of 32-bit pointers, which
+    /// the guard does not decode.
+    X32Exec,
+    /// Anything else: passed to the kernel untouched.
+    Other,
+}
+
+/// x86-64's x32 ABI marker bit (`__X32_SYSCALL_BIT`).
+#[cfg(target_arch = "x86_64")]
+const X32_BIT: u32 = 0x4000_0000;
+
+/// Classifies `nr` as the kernel's system call entry does: it takes the low 32 bits of the
+/// register (both x86-64's `do_syscall_64` and arm64's `el0_svc_common` read an `int`), so
+/// `SYS_execve + (1 << 32)` is `execve`; on x86-64 the x32 bit selects the x32 table, where
+/// `execve` is 520, `execveat` 545 and `memfd_create` the common 319.
+pub fn kernel_call(nr: c_long) -> KernelCall {
+    let low = nr as u32;
+    #[cfg(target_arch = "x86_64")]
+    if low & X32_BIT != 0 {
+        return match low & !X32_BIT {
+            520 | 545 => KernelCall::X32Exec,
+            n if c_long::from(n) == libc::SYS_memfd_create => KernelCall::MemfdCreate,
+            _ => KernelCall::Other,
+        };
+    }
+    match c_long::from(low) {
+        libc::SYS_execve => KernelCall::Execve,
+        libc::SYS_execveat => KernelCall::Execveat,
+        libc::SYS_memfd_create => KernelCall::MemfdCreate,
+        _ => KernelCall::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syscall_numbers_are_read_as_the_kernel_reads_them() {
+        let hi = 1 << 32;
+        let cases: &[(c_long, KernelCall)] = &[
+            (libc::SYS_execve, KernelCall::Execve),
+            (libc::SYS_execve + hi, KernelCall::Execve),
+            (libc::SYS_execve | !0xffff_ffff, KernelCall::Execve),
+            (libc::SYS_execveat + hi, KernelCall::Execveat),
+            (libc::SYS_memfd_create, KernelCall::MemfdCreate),
+            (libc::SYS_memfd_create + (7 << 33), KernelCall::MemfdCreate),
+            (libc::SYS_getpid, KernelCall::Other),
+            (libc::SYS_getpid + hi, KernelCall::Other),
+            (-1, KernelCall::Other),
+        ];
+        for &(nr, want) in cases {
+            assert_eq!(kernel_call(nr), want, "nr {nr:#x}");
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let x32 = X32_BIT as c_long;
+            assert_eq!(kernel_call(x32 | 520), KernelCall::X32Exec);
+            assert_eq!(kernel_call(x32 | 545 | hi), KernelCall::X32Exec);
+            assert_eq!(kernel_call(x32 | 319), KernelCall::MemfdCreate);
+            // x32 has no execve at the native number (59 is 64-bit only).
+            assert_eq!(kernel_call(x32 | libc::SYS_execve), KernelCall::Other);
         }
     }
 }

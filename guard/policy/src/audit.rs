@@ -1,27 +1,64 @@
-//! Audit records and refusal lines, formatted into a caller's buffer (no allocation) so the
-//! preload library can emit each with one `write`: one JSON object per line, appended with
-//! `O_APPEND`, so concurrent processes never interleave.
+//! The one audit record schema, shared by the guard, the wrappers, the container entrypoint
+//! and `execguard run`; formatted into a caller's buffer (no allocation), so the preload
+//! library can emit a record with one `write`: one JSON object per line, appended with
+//! `O_APPEND`, so concurrent processes never interleave; and [`append_whole`], the rule that
+//! a record is in the log whole or not at all.
+//!
+//! | field | type | meaning |
+//! | --- | --- | --- |
+//! | `time` | number | seconds since the epoch, nanosecond fraction |
+//! | `pid`, `uid` | number | the process that decided, and its real uid |
+//! | `tool` | string | who decided: `guard`, `git`, `node`, `entrypoint`, `run` |
+//! | `entry` | string | the entry point (`execve`, `posix_spawn`, ...), `wrapper`, `start` |
+//! | `decision` | string | `allow`, `deny`, or `notice` (an event, e.g. a session start) |
+//! | `reason` | string | the stable reason code of the tool that decided |
+//! | `profile` | string | the session profile, when known (otherwise absent) |
+//! | `path` | string | the file, argument or key that decided |
+//! | `target` | string | what the caller asked to run (a wrapper: its command line) |
+//! | `truncated` | `true` | present when `path` or `target` was cut to fit [`RECORD_MAX`] |
 
+use crate::sys::Errno;
 use crate::{Profile, Reason};
 
 /// A buffer this size always holds a record (long paths are cut and marked `"truncated":true`).
 pub const RECORD_MAX: usize = 4096;
 
-/// One decision.
+/// What a record says happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny,
+    /// An event that is not a decision (a session start, a quarantine).
+    Notice,
+}
+
+impl Decision {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::Notice => "notice",
+        }
+    }
+}
+
+/// One record. Every writer fills all of it; see the module's table.
 #[derive(Clone, Copy, Debug)]
 pub struct Record<'a> {
     /// Wall-clock time: seconds and nanoseconds since the epoch.
     pub time: (u64, u32),
     pub pid: i32,
     pub uid: u32,
-    /// Who decided: `guard`, `git`, `node`, ...
+    /// Who decided: `guard`, `git`, `node`, `entrypoint`, `run`.
     pub tool: &'a str,
-    /// The entry point (`execve`, `posix_spawn`, ...) or the wrapper's subcommand.
+    /// The entry point (`execve`, `posix_spawn`, ...), `wrapper`, or `start`.
     pub entry: &'a str,
-    pub allowed: bool,
-    pub reason: Reason,
-    pub profile: Profile,
-    /// The file (or argument) that decided.
+    pub decision: Decision,
+    /// A stable reason code (snake_case; the guard's [`crate::Reason::code`], a wrapper's,
+    /// the entrypoint's).
+    pub reason: &'a str,
+    pub profile: Option<Profile>,
+    /// The file (or argument, or key) that decided.
     pub path: &'a [u8],
     /// What the caller asked to run.
     pub target: &'a [u8],
@@ -119,16 +156,16 @@ pub fn format_record(rec: &Record<'_>, buf: &mut [u8]) -> usize {
     o.string(rec.tool.as_bytes());
     o.raw(b",\"entry\":");
     o.string(rec.entry.as_bytes());
-    o.raw(if rec.allowed {
-        b",\"decision\":\"allow\""
-    } else {
-        b",\"decision\":\"deny\""
-    });
-    o.raw(b",\"reason\":\"");
-    o.raw(rec.reason.code().as_bytes());
-    o.raw(b"\",\"profile\":\"");
-    o.raw(rec.profile.as_str().as_bytes());
-    o.raw(b"\",\"path\":");
+    o.raw(b",\"decision\":\"");
+    o.raw(rec.decision.as_str().as_bytes());
+    o.raw(b"\",\"reason\":");
+    o.string(rec.reason.as_bytes());
+    if let Some(profile) = rec.profile {
+        o.raw(b",\"profile\":\"");
+        o.raw(profile.as_str().as_bytes());
+        o.raw(b"\"");
+    }
+    o.raw(b",\"path\":");
     o.limit = (o.len + (limit - o.len) / 2).min(limit);
     o.string(rec.path);
     o.limit = limit;
@@ -171,6 +208,64 @@ pub fn format_denial(tool: &str, reason: Reason, path: &[u8], buf: &mut [u8]) ->
     o.len
 }
 
+const EINTR: Errno = 4;
+
+/// An audit log opened for appending (`O_APPEND`), as [`append_whole`] needs it.
+pub trait AppendLog {
+    /// One `write(2)`: the number of bytes written, or the errno.
+    fn write(&mut self, bytes: &[u8]) -> Result<usize, Errno>;
+    /// The descriptor's offset (`lseek(fd, 0, SEEK_CUR)`): after an `O_APPEND` write, the
+    /// end of the bytes it wrote.
+    fn offset(&mut self) -> Result<u64, Errno>;
+    /// The file's size (`fstat`).
+    fn size(&mut self) -> Result<u64, Errno>;
+    /// `ftruncate`.
+    fn truncate(&mut self, len: u64) -> Result<(), Errno>;
+}
+
+/// Why a record is not in the log (the caller refuses with `audit_unwritable`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendError {
+    /// Nothing was written: the errno of the write.
+    Failed(Errno),
+    /// Only part was written (a full disk, a file size limit) and taken back.
+    Short,
+    /// Only part was written and could not be taken back (another record followed it, or
+    /// truncating failed): the log holds a fragment, which `execguard audit` counts.
+    Torn,
+}
+
+/// Appends `record` (one line, ending in `\n`) with a single `write`, so concurrent writers
+/// never interleave; when the write is cut short, truncates the log back to where the record
+/// began, so a fragment never glues itself to the next record. The log then holds the record
+/// whole or not at all (unless another record followed the fragment before it could be taken
+/// back: [`AppendError::Torn`]).
+pub fn append_whole(log: &mut impl AppendLog, record: &[u8]) -> Result<(), AppendError> {
+    let n = loop {
+        match log.write(record) {
+            Err(EINTR) => continue,
+            Err(e) => return Err(AppendError::Failed(e)),
+            Ok(n) => break n,
+        }
+    };
+    if n == record.len() {
+        return Ok(());
+    }
+    if n == 0 {
+        return Err(AppendError::Short);
+    }
+    // Our bytes end at the offset; only when nothing follows them may we cut them off.
+    match (log.offset(), log.size()) {
+        (Ok(end), Ok(size)) if end == size && end >= n as u64 => {
+            match log.truncate(end - n as u64) {
+                Ok(()) => Err(AppendError::Short),
+                Err(_) => Err(AppendError::Torn),
+            }
+        }
+        _ => Err(AppendError::Torn),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,9 +277,9 @@ mod tests {
             uid: 1000,
             tool: "guard",
             entry: "execve",
-            allowed: false,
-            reason: Reason::MutableNative,
-            profile: Profile::Strict,
+            decision: Decision::Deny,
+            reason: Reason::MutableNative.code(),
+            profile: Some(Profile::Strict),
             path,
             target,
         }
@@ -210,6 +305,138 @@ mod tests {
         assert!(line.ends_with(",\"truncated\":true}\n"), "{line}");
         assert!(line.contains("\\u00ff"));
         assert!(n <= RECORD_MAX);
+    }
+
+    #[test]
+    fn profile_is_absent_when_unknown_and_codes_are_escaped() {
+        let mut r = rec(b"/x", b"x");
+        r.profile = None;
+        r.tool = "entrypoint";
+        r.reason = "bad\"code";
+        r.decision = Decision::Notice;
+        let mut buf = [0u8; RECORD_MAX];
+        let n = format_record(&r, &mut buf);
+        let line = core::str::from_utf8(&buf[..n]).unwrap();
+        assert!(!line.contains("profile"), "{line}");
+        assert!(
+            line.contains(",\"decision\":\"notice\",\"reason\":\"bad\\\"code\","),
+            "{line}"
+        );
+    }
+
+    /// A log in memory whose writes stop after `room` bytes, like a full disk.
+    struct Disk {
+        data: Vec<u8>,
+        room: usize,
+        interrupted: usize,
+        appended_by_other: &'static [u8],
+        truncate_fails: bool,
+        offset: usize,
+    }
+
+    impl Disk {
+        fn new(data: &[u8], room: usize) -> Disk {
+            Disk {
+                data: data.to_vec(),
+                room,
+                interrupted: 0,
+                appended_by_other: b"",
+                truncate_fails: false,
+                offset: data.len(),
+            }
+        }
+    }
+
+    impl AppendLog for Disk {
+        fn write(&mut self, bytes: &[u8]) -> Result<usize, Errno> {
+            if self.interrupted > 0 {
+                self.interrupted -= 1;
+                return Err(EINTR);
+            }
+            let n = bytes.len().min(self.room);
+            if n == 0 {
+                return Err(28); // ENOSPC
+            }
+            self.room -= n;
+            self.data.extend_from_slice(&bytes[..n]);
+            let end = self.data.len();
+            self.data.extend_from_slice(self.appended_by_other);
+            self.appended_by_other = b"";
+            self.offset = end;
+            Ok(n)
+        }
+        fn offset(&mut self) -> Result<u64, Errno> {
+            Ok(self.offset as u64)
+        }
+        fn size(&mut self) -> Result<u64, Errno> {
+            Ok(self.data.len() as u64)
+        }
+        fn truncate(&mut self, len: u64) -> Result<(), Errno> {
+            if self.truncate_fails {
+                return Err(5);
+            }
+            self.data.truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_record_is_appended_whole_or_not_at_all() {
+        let prior = b"{\"a\":1}\n";
+        let rec = b"{\"b\":2}\n";
+        // (room on the disk, interrupted writes, another writer's bytes right after ours,
+        //  truncate fails) -> (result, log afterwards)
+        type Case = (
+            usize,
+            usize,
+            &'static [u8],
+            bool,
+            Result<(), AppendError>,
+            &'static [u8],
+        );
+        let cases: &[Case] = &[
+            (100, 0, b"", false, Ok(()), b"{\"a\":1}\n{\"b\":2}\n"),
+            (100, 2, b"", false, Ok(()), b"{\"a\":1}\n{\"b\":2}\n"),
+            (
+                0,
+                0,
+                b"",
+                false,
+                Err(AppendError::Failed(28)),
+                b"{\"a\":1}\n",
+            ),
+            (3, 0, b"", false, Err(AppendError::Short), b"{\"a\":1}\n"),
+            (
+                rec.len() - 1,
+                0,
+                b"",
+                false,
+                Err(AppendError::Short),
+                b"{\"a\":1}\n",
+            ),
+            (3, 0, b"", true, Err(AppendError::Torn), b"{\"a\":1}\n{\"b"),
+            // Someone appended after our fragment: cutting would destroy their record.
+            (
+                3,
+                0,
+                b"{\"c\":3}\n",
+                false,
+                Err(AppendError::Torn),
+                b"{\"a\":1}\n{\"b{\"c\":3}\n",
+            ),
+        ];
+        for &(room, interrupted, other, truncate_fails, want, after) in cases {
+            let mut d = Disk::new(prior, room);
+            d.interrupted = interrupted;
+            d.appended_by_other = other;
+            d.truncate_fails = truncate_fails;
+            assert_eq!(append_whole(&mut d, rec), want, "room {room}");
+            assert_eq!(
+                String::from_utf8_lossy(&d.data),
+                String::from_utf8_lossy(after),
+                "room {room}"
+            );
+        }
     }
 
     #[test]

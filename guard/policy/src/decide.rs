@@ -10,14 +10,13 @@
 // No heap in the exec path: a denial carries the deciding path inline, so Verdict is large by design.
 #![allow(clippy::large_enum_variant, clippy::result_large_err)]
 
+use crate::env::{code_use, EnvUse};
 use crate::path::{basename, is_anonymous, is_loader_name, is_under, PathBuf};
 use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
 use crate::resolve;
 use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
-use crate::sys::{
-    env_get, env_values, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC,
-};
+use crate::sys::{env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC};
 use crate::text::words;
 use crate::Profile;
 
@@ -660,19 +659,20 @@ fn name_file<S: Sys>(sys: &mut S, path: &[u8], kpath: &mut PathBuf) -> Result<Fi
     info.map_err(|_| Unnamed::ProcGone)
 }
 
-/// Shared objects and library directories named by the new environment.
+/// Shared objects and code directories named by the new environment: every variable glibc
+/// loads code from ([`crate::env`]), every occurrence (the loader honours the last `LD_*`
+/// entry, getenv the first).
 fn check_environment<S: Sys, E: StrList + ?Sized>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     envp: &E,
 ) -> Result<(), Verdict> {
-    for var in [&b"LD_PRELOAD"[..], b"LD_AUDIT"] {
-        for list in env_values(envp, var) {
-            check_objects(sys, ctx, list)?;
+    for entry in (0..envp.len()).filter_map(|i| envp.get(i)) {
+        match code_use(entry) {
+            None | Some((EnvUse::NoCode(_), _)) => {}
+            Some((EnvUse::Objects, list)) => check_objects(sys, ctx, list)?,
+            Some((EnvUse::CodeDirs, dirs)) => check_library_dirs(sys, ctx, dirs)?,
         }
-    }
-    for dirs in env_values(envp, b"LD_LIBRARY_PATH") {
-        check_library_dirs(sys, ctx, dirs)?;
     }
     Ok(())
 }
@@ -701,7 +701,20 @@ pub fn decide_object<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, path: &[u8]) ->
     }
 }
 
-/// `LD_LIBRARY_PATH`/`--library-path`: entries split at `:` and `;`; an empty entry is the cwd.
+/// Decides a list of code directories a running process is about to load from (`GCONV_PATH`
+/// read by `iconv_open`).
+pub fn decide_code_dirs<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, dirs: &[u8]) -> Verdict {
+    if ctx.policy.profile() == Profile::Breakglass {
+        return Verdict::Allow(Reason::Breakglass);
+    }
+    match check_library_dirs(sys, ctx, dirs) {
+        Ok(()) => Verdict::Allow(Reason::Allowed),
+        Err(v) => v,
+    }
+}
+
+/// `LD_LIBRARY_PATH`/`GCONV_PATH`/`--library-path`: entries split at `:` and `;`; an empty
+/// entry is the cwd.
 fn check_library_dirs<S: Sys>(
     sys: &mut S,
     ctx: &Context<'_, '_>,

@@ -13,6 +13,7 @@
 
 pub mod audit;
 pub mod decide;
+pub mod env;
 pub mod path;
 pub mod policy;
 pub mod profile;
@@ -21,10 +22,11 @@ pub mod resolve;
 pub mod shebang;
 pub mod sys;
 pub mod text;
+pub mod workspace;
 
 pub use decide::{
-    decide, decide_launch, decide_object, Context, Launch, Request, RuntimeIds, ShownPath, Target,
-    Verdict,
+    decide, decide_code_dirs, decide_launch, decide_object, Context, Launch, Request, RuntimeIds,
+    ShownPath, Target, Verdict,
 };
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;

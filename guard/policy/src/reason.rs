@@ -11,7 +11,8 @@ pub enum Reason {
     AnonymousNative,
     /// `LD_PRELOAD`, `LD_AUDIT` or the loader's `--preload`/`--audit` names a mutable shared object.
     PreloadMutable,
-    /// `LD_LIBRARY_PATH` or the loader's `--library-path` names a mutable directory.
+    /// `LD_LIBRARY_PATH`, `GCONV_PATH`, `LD_ORIGIN_PATH` or the loader's `--library-path`
+    /// names a mutable directory.
     LibraryPathMutable,
     /// A protected runtime was started by a process that is not its wrapper.
     ProtectedRuntimeDirect,
@@ -49,6 +50,8 @@ pub enum Reason {
     AuditUnwritable,
     /// The guard could not finish its checks.
     InternalError,
+    /// An x32-ABI exec system call (argv of 32-bit pointers), which the guard does not decode.
+    SyscallX32,
     /// Informational: breakglass profile allowed it (audited).
     Breakglass,
     /// Informational: every check passed.
@@ -57,7 +60,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 24] = [
+    pub const ALL: [Reason; 25] = [
         Self::MutableNative,
         Self::AnonymousNative,
         Self::PreloadMutable,
@@ -80,6 +83,7 @@ impl Reason {
         Self::ProcUnavailable,
         Self::AuditUnwritable,
         Self::InternalError,
+        Self::SyscallX32,
         Self::Breakglass,
         Self::Allowed,
     ];
@@ -109,6 +113,7 @@ impl Reason {
             Self::ProcUnavailable => "proc_unavailable",
             Self::AuditUnwritable => "audit_unwritable",
             Self::InternalError => "internal_error",
+            Self::SyscallX32 => "syscall_x32",
             Self::Breakglass => "breakglass",
             Self::Allowed => "allowed",
         }
@@ -120,7 +125,7 @@ impl Reason {
             Self::MutableNative => "an ELF file from a mutable root would be mapped as code",
             Self::AnonymousNative => "an ELF file with no name on disk (memfd, O_TMPFILE, deleted) would be mapped as code",
             Self::PreloadMutable => "LD_PRELOAD, LD_AUDIT or the loader's --preload/--audit names a mutable shared object",
-            Self::LibraryPathMutable => "LD_LIBRARY_PATH or the loader's --library-path names a mutable directory",
+            Self::LibraryPathMutable => "LD_LIBRARY_PATH, GCONV_PATH, LD_ORIGIN_PATH or the loader's --library-path names a mutable directory",
             Self::ProtectedRuntimeDirect => "a protected runtime may only be started by its wrapper",
             Self::ProtectedRuntimeScript => "a mutable script selects a protected runtime in its #! line",
             Self::CommandNotAllowed => "the policy's allow-list does not name this command",
@@ -139,6 +144,7 @@ impl Reason {
             Self::ProcUnavailable => "/proc is unavailable, so the opened file cannot be identified",
             Self::AuditUnwritable => "the audit log could not be written",
             Self::InternalError => "the guard could not finish its checks",
+            Self::SyscallX32 => "an x32-ABI exec system call, whose 32-bit argv the guard does not decode",
             Self::Breakglass => "breakglass profile: allowed and audited",
             Self::Allowed => "every check passed",
         }

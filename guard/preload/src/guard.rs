@@ -4,11 +4,11 @@
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
 use core::mem::MaybeUninit;
 use execguard_os::{raw, CList, LibcSys};
-use execguard_policy::audit::{format_denial, format_record, Record, RECORD_MAX};
+use execguard_policy::audit::{format_denial, Decision};
 use execguard_policy::path::{PathBuf, PATH_MAX};
 use execguard_policy::sys::{StrList, EACCES};
 use execguard_policy::{
-    decide, decide_launch, Context, Launch, Policy, Profile, Reason, Request, Target, Verdict,
+    decide, decide_launch, Context, Launch, Policy, Reason, Request, Target, Verdict,
 };
 use libc::{c_char, c_int};
 
@@ -29,7 +29,10 @@ pub enum Entry {
     Syscall,
     System,
     Popen,
+    Wordexp,
     Dlopen,
+    Dlmopen,
+    IconvOpen,
 }
 
 impl Entry {
@@ -49,7 +52,10 @@ impl Entry {
             Entry::Syscall => "syscall",
             Entry::System => "system",
             Entry::Popen => "popen",
+            Entry::Wordexp => "wordexp",
             Entry::Dlopen => "dlopen",
+            Entry::Dlmopen => "dlmopen",
+            Entry::IconvOpen => "iconv_open",
         }
     }
 }
@@ -326,6 +332,16 @@ fn rewrite_env<R>(
     f(Ok(list))
 }
 
+/// Refuses a call the engine cannot decide (the policy's audit log still gets the record).
+#[inline(never)]
+#[cold]
+pub fn refuse(entry: Entry, reason: Reason, target: &[u8]) {
+    state::with(|loaded| {
+        let policy = loaded.policy().ok();
+        report(policy.as_ref(), entry, false, reason, b"", target);
+    })
+}
+
 #[inline(never)]
 #[cold]
 /// Writes the refusal line (for denials) and the audit record. Returns false when a record
@@ -351,43 +367,26 @@ fn report(
     let Some(log) = policy.and_then(|p| p.audit_log()) else {
         return true;
     };
-    let (sec, nsec) = raw::realtime();
-    let record = Record {
-        time: (sec.max(0) as u64, nsec.max(0) as u32),
-        pid: raw::getpid(),
-        uid: raw::getuid(),
-        tool: "guard",
-        entry: entry.name(),
-        allowed,
-        reason,
-        profile: policy.map_or(Profile::Strict, |p| p.profile()),
+    let record = execguard_os::audit::stamp(
+        "guard",
+        entry.name(),
+        if allowed {
+            Decision::Allow
+        } else {
+            Decision::Deny
+        },
+        reason.code(),
+        policy.map(|p| p.profile()),
         path,
         target,
-    };
-    let mut buf = [0u8; RECORD_MAX];
-    let n = format_record(&record, &mut buf);
-    let written = append(log, &buf[..n]);
+    );
+    // Whole or not at all: a fragment would glue itself to the next record.
+    let written = execguard_os::audit::append(log, &record).is_ok();
     if !written {
         let n = format_denial("execguard", Reason::AuditUnwritable, log, &mut line);
         write_all(2, &line[..n]);
     }
     written
-}
-
-/// One `O_APPEND` write of a whole record, so concurrent writers never interleave.
-fn append(path: &[u8], record: &[u8]) -> bool {
-    let Ok(c) = execguard_os::CPath::new(path) else {
-        return false;
-    };
-    let flags =
-        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    // SAFETY: `c` is NUL-terminated.
-    let Ok(fd) = (unsafe { raw::open(c.ptr(), flags, 0o600) }) else {
-        return false;
-    };
-    let written = raw::write(fd, record);
-    raw::close(fd);
-    written == Ok(record.len())
 }
 
 fn write_all(fd: c_int, mut bytes: &[u8]) {
@@ -400,9 +399,42 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
     }
 }
 
+/// The `iconv_open` check of the process's current `GCONV_PATH`: may glibc load conversion
+/// modules from these directories? Reports a refusal.
+pub fn allow_gconv_path(dirs: &[u8]) -> bool {
+    state::with(|loaded| {
+        let policy = match loaded.policy() {
+            Ok(p) => p,
+            Err(reason) => {
+                report(None, Entry::IconvOpen, false, reason, dirs, dirs);
+                return false;
+            }
+        };
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &loaded.runtimes,
+            self_lib: loaded.self_lib(),
+        };
+        match execguard_policy::decide_code_dirs(&mut LibcSys, &ctx, dirs) {
+            Verdict::Deny { reason, path, .. } => {
+                report(
+                    Some(&policy),
+                    Entry::IconvOpen,
+                    false,
+                    reason,
+                    path.as_bytes(),
+                    dirs,
+                );
+                false
+            }
+            _ => true,
+        }
+    })
+}
+
 /// The dlopen check: `None` to let the call through, or the path the failing call is made with
 /// (`/proc/execguard/denied/<reason>`, which cannot exist).
-pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
+pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
     state::with(|loaded| {
         let verdict = match loaded.policy() {
             Ok(policy) => {
@@ -420,7 +452,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 {
                     report(
                         Some(&policy),
-                        Entry::Dlopen,
+                        entry,
                         false,
                         reason,
                         decided.as_bytes(),
@@ -430,7 +462,7 @@ pub fn decide_dlopen(path: &[u8]) -> Option<[u8; 64]> {
                 v
             }
             Err(reason) => {
-                report(None, Entry::Dlopen, false, reason, path, path);
+                report(None, entry, false, reason, path, path);
                 Verdict::Deny {
                     reason,
                     errno: EACCES,

@@ -3,12 +3,12 @@
 
 use crate::guard::{guarded, Entry, EnvRewrite};
 use core::sync::atomic::{AtomicUsize, Ordering};
-use execguard_os::raw::{self, libc_result, set_errno};
+use execguard_os::raw::{self, libc_result, set_errno, KernelCall};
 use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
 use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT, ESTALE_ETC};
-use execguard_policy::Target;
+use execguard_policy::{Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
 extern "C" {
@@ -34,8 +34,11 @@ impl Real {
     fn get(&self) -> Option<usize> {
         match self.0.load(Ordering::Acquire) {
             0 => {
-                // SAFETY: the name is NUL-terminated; RTLD_NEXT looks past this library.
-                let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.1.as_ptr().cast()) } as usize;
+                // SAFETY: the name is NUL-terminated; RTLD_NEXT looks past this library (libc's
+                // own dlsym: the guard's would answer with the guard's own functions).
+                let p = crate::symbols::real_dlsym().map_or(0, |dlsym| unsafe {
+                    dlsym(libc::RTLD_NEXT, self.1.as_ptr().cast()) as usize
+                });
                 self.0.store(p, Ordering::Release);
                 (p != 0).then_some(p)
             }
@@ -54,6 +57,12 @@ static REAL_SYSTEM: Real = Real::new(b"system\0");
 static REAL_POPEN: Real = Real::new(b"popen\0");
 #[link_section = ".data"]
 static REAL_DLOPEN: Real = Real::new(b"dlopen\0");
+#[link_section = ".data"]
+static REAL_DLMOPEN: Real = Real::new(b"dlmopen\0");
+#[link_section = ".data"]
+static REAL_WORDEXP: Real = Real::new(b"wordexp\0");
+#[link_section = ".data"]
+static REAL_ICONV_OPEN: Real = Real::new(b"iconv_open\0");
 #[link_section = ".data"]
 static REAL_FORK: Real = Real::new(b"fork\0");
 
@@ -206,14 +215,18 @@ fn errno() -> c_int {
 
 /// The caller's PATH, as glibc's getenv sees it: the first `PATH=` entry of `environ`.
 fn path_variable() -> &'static [u8] {
+    variable(b"PATH=").unwrap_or(DEFAULT_PATH)
+}
+
+/// The value of the first `environ` entry starting with `prefix` (`NAME=`), as getenv finds it.
+fn variable(prefix: &[u8]) -> Option<&'static [u8]> {
     // SAFETY: `environ` is NULL or a NULL-terminated array of C strings (libc's contract).
     let env = unsafe { CList::new(current_environ()) };
     (0..env.len())
         .filter_map(|i| env.get(i))
-        .find_map(|entry| entry.strip_prefix(b"PATH="))
-        // SAFETY: the entry lives in the environment, which outlives this exec attempt.
+        .find_map(|entry| entry.strip_prefix(prefix))
+        // SAFETY: the entry lives in the environment, which outlives this call.
         .map(|v| unsafe { core::slice::from_raw_parts(v.as_ptr(), v.len()) })
-        .unwrap_or(DEFAULT_PATH)
 }
 
 /// After `ENOEXEC`, glibc runs the file with `/bin/sh file args...`.
@@ -340,8 +353,9 @@ pub unsafe extern "C" fn __execguard_execvp(
     unsafe { exec_search(Entry::Execlp, file, argv, current_environ()) }
 }
 
-/// Called by the C shim for `syscall()`: exec numbers go through the guard, the rest straight
-/// to the kernel.
+/// Called by the C shim for `syscall()`: exec numbers go through the guard, `memfd_create` gets
+/// the same seal as the direct hook, the rest goes straight to the kernel. Numbers are read as
+/// the kernel reads them ([`raw::kernel_call`]: the low 32 bits, and x86-64's x32 bit).
 #[no_mangle]
 pub unsafe extern "C" fn __execguard_syscall(
     nr: c_long,
@@ -355,9 +369,9 @@ pub unsafe extern "C" fn __execguard_syscall(
     // SAFETY: for exec numbers the arguments are execve's / execveat's (the caller's contract
     // with syscall()); other numbers are forwarded untouched, as glibc's syscall() does.
     unsafe {
-        match nr {
-            libc::SYS_execve => c_long::from(exec_path(Entry::Syscall, a as _, b as _, c as _)),
-            libc::SYS_execveat => c_long::from(exec_at(
+        match raw::kernel_call(nr) {
+            KernelCall::Execve => c_long::from(exec_path(Entry::Syscall, a as _, b as _, c as _)),
+            KernelCall::Execveat => c_long::from(exec_at(
                 Entry::Syscall,
                 a as c_int,
                 b as _,
@@ -365,7 +379,12 @@ pub unsafe extern "C" fn __execguard_syscall(
                 d as _,
                 e as c_int,
             )),
-            _ => libc_result(raw::syscall6(nr, [a, b, c, d, e, f])),
+            KernelCall::MemfdCreate => libc_result(memfd_create_as(nr, a as _, b as _)),
+            KernelCall::X32Exec => {
+                crate::guard::refuse(Entry::Syscall, Reason::SyscallX32, b"");
+                c_long::from(fail_errno(EACCES))
+            }
+            KernelCall::Other => libc_result(raw::syscall6(nr, [a, b, c, d, e, f])),
         }
     }
 }
@@ -468,6 +487,20 @@ pub unsafe extern "C" fn posix_spawnp(
 
 #[no_mangle]
 pub unsafe extern "C" fn system(command: *const c_char) -> c_int {
+    // SAFETY: system's contract.
+    unsafe { guarded_system(command) }
+}
+
+/// libc's private alias of `system` (exported, so reachable by `dlsym`).
+#[no_mangle]
+pub unsafe extern "C" fn __libc_system(command: *const c_char) -> c_int {
+    // SAFETY: system's contract.
+    unsafe { guarded_system(command) }
+}
+
+/// # Safety
+/// system's contract.
+unsafe fn guarded_system(command: *const c_char) -> c_int {
     let Some(real) = REAL_SYSTEM.get() else {
         return fail_errno(libc::ENOSYS);
     };
@@ -511,6 +544,20 @@ unsafe fn through_shell<R>(
 
 #[no_mangle]
 pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: popen's contract.
+    unsafe { guarded_popen(command, mode) }
+}
+
+/// libc's old name for `popen`, still exported.
+#[no_mangle]
+pub unsafe extern "C" fn _IO_popen(command: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: popen's contract.
+    unsafe { guarded_popen(command, mode) }
+}
+
+/// # Safety
+/// popen's contract.
+unsafe fn guarded_popen(command: *const c_char, mode: *const c_char) -> *mut FILE {
     let Some(real) = REAL_POPEN.get() else {
         set_errno(libc::ENOSYS);
         return core::ptr::null_mut();
@@ -536,12 +583,82 @@ pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *
     }
 }
 
+/// wordexp runs `/bin/sh` from inside libc for a command substitution (`$(...)` or a
+/// backquote) unless `WRDE_NOCMD` forbids it: decided like `system`.
+#[no_mangle]
+pub unsafe extern "C" fn wordexp(
+    words: *const c_char,
+    result: *mut libc::c_void,
+    flags: c_int,
+) -> c_int {
+    const WRDE_NOCMD: c_int = 1 << 2;
+    const WRDE_NOSPACE: c_int = 1;
+    let Some(real) = REAL_WORDEXP.get() else {
+        return WRDE_NOSPACE;
+    };
+    // SAFETY: dlsym returned glibc's wordexp.
+    let real: unsafe extern "C" fn(*const c_char, *mut libc::c_void, c_int) -> c_int =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    // SAFETY: NULL or a C string per wordexp's contract.
+    let text = unsafe { c_bytes(words) };
+    let substitutes = text.windows(2).any(|w| w == b"$(") || text.contains(&b'`');
+    if flags & WRDE_NOCMD != 0 || !substitutes {
+        // SAFETY: forwarded as the caller made it.
+        return unsafe { real(words, result, flags) };
+    }
+    // SAFETY: `words` is a C string; forwarded as the caller made it.
+    unsafe {
+        through_shell(
+            Entry::Wordexp,
+            words,
+            || real(words, result, flags),
+            |e| {
+                set_errno(e);
+                WRDE_NOSPACE
+            },
+        )
+    }
+}
+
+/// iconv_open: glibc loads conversion modules from the directories in `GCONV_PATH`, read from
+/// the environment at this point (a process may have set it itself), with its internal
+/// `dlopen`, which no hook sees. A mutable directory there is refused (`EACCES`).
+#[no_mangle]
+pub unsafe extern "C" fn iconv_open(to: *const c_char, from: *const c_char) -> *mut libc::c_void {
+    let failed = usize::MAX as *mut libc::c_void; // (iconv_t) -1
+    let Some(real) = REAL_ICONV_OPEN.get() else {
+        set_errno(libc::ENOSYS);
+        return failed;
+    };
+    // SAFETY: dlsym returned glibc's iconv_open.
+    let real: unsafe extern "C" fn(*const c_char, *const c_char) -> *mut libc::c_void =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    if let Some(dirs) = variable(b"GCONV_PATH=") {
+        if !crate::guard::allow_gconv_path(dirs) {
+            set_errno(EACCES);
+            return failed;
+        }
+    }
+    // SAFETY: forwarded as the caller made it.
+    unsafe { real(to, from) }
+}
+
 /// memfd_create: unless the caller asks for an executable memfd (`MFD_EXEC`), add
 /// `MFD_NOEXEC_SEAL` (Linux 6.3+) where the profile forbids anonymous native code, so the
 /// kernel itself refuses to execute it (Landlock does not restrict memfds). Older kernels
 /// reject the flag with EINVAL; the call is then repeated as the caller made it.
 #[no_mangle]
 pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: libc::c_uint) -> c_int {
+    // SAFETY: memfd_create's arguments forwarded.
+    libc_result(unsafe { memfd_create_as(libc::SYS_memfd_create, name, flags) }) as c_int
+}
+
+/// The `memfd_create` system call `nr` (the caller's own number, so `syscall()` keeps its ABI)
+/// with the seal added as [`memfd_create`] describes; returns the kernel's value.
+///
+/// # Safety
+/// `nr` is a `memfd_create` number ([`raw::kernel_call`]); the kernel validates `name`.
+unsafe fn memfd_create_as(nr: c_long, name: *const c_char, flags: libc::c_uint) -> c_long {
     const MFD_NOEXEC_SEAL: libc::c_uint = 0x0008;
     const MFD_EXEC: libc::c_uint = 0x0010;
     let seal = flags & (MFD_EXEC | MFD_NOEXEC_SEAL) == 0
@@ -552,12 +669,7 @@ pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: libc::c_uint) 
         });
     let call = |f: libc::c_uint| {
         // SAFETY: memfd_create's arguments forwarded; the kernel validates `name`.
-        unsafe {
-            raw::syscall6(
-                libc::SYS_memfd_create,
-                [name as c_long, f as c_long, 0, 0, 0, 0],
-            )
-        }
+        unsafe { raw::syscall6(nr, [name as c_long, f as c_long, 0, 0, 0, 0]) }
     };
     let mut ret = if seal {
         call(flags | MFD_NOEXEC_SEAL)
@@ -567,7 +679,7 @@ pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: libc::c_uint) 
     if seal && ret == -c_long::from(libc::EINVAL) {
         ret = call(flags);
     }
-    libc_result(ret) as c_int
+    ret
 }
 
 /// dlopen of a file by path: a shared object from a mutable root is native code from a mutable
@@ -588,11 +700,38 @@ pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut l
         // the guard checks at exec time (LD_LIBRARY_PATH).
         return unsafe { real(filename, flags) };
     }
-    match crate::guard::decide_dlopen(name) {
+    match crate::guard::decide_dlopen(Entry::Dlopen, name) {
         // SAFETY: forwarded as the caller made it.
         None => unsafe { real(filename, flags) },
         // SAFETY: a NUL-terminated path that does not exist; dlopen fails with its own message.
         Some(denied) => unsafe { real(denied.as_ptr().cast(), flags) },
+    }
+}
+
+/// dlmopen: dlopen into a link-map namespace, decided like [`dlopen`].
+#[no_mangle]
+pub unsafe extern "C" fn dlmopen(
+    namespace: libc::c_long,
+    filename: *const c_char,
+    flags: c_int,
+) -> *mut libc::c_void {
+    let Some(real) = REAL_DLMOPEN.get() else {
+        return core::ptr::null_mut();
+    };
+    // SAFETY: dlsym returned glibc's dlmopen.
+    let real: unsafe extern "C" fn(libc::c_long, *const c_char, c_int) -> *mut libc::c_void =
+        unsafe { core::mem::transmute::<usize, _>(real) };
+    // SAFETY: NULL or a C string per dlmopen's contract.
+    let name = unsafe { c_bytes(filename) };
+    if !name.contains(&b'/') {
+        // SAFETY: forwarded, as for dlopen.
+        return unsafe { real(namespace, filename, flags) };
+    }
+    match crate::guard::decide_dlopen(Entry::Dlmopen, name) {
+        // SAFETY: forwarded as the caller made it.
+        None => unsafe { real(namespace, filename, flags) },
+        // SAFETY: a NUL-terminated path that does not exist.
+        Some(denied) => unsafe { real(namespace, denied.as_ptr().cast(), flags) },
     }
 }
 

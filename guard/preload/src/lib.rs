@@ -8,14 +8,16 @@
 //! Fail closed: a missing or invalid policy refuses every exec, and a panic aborts the process
 //! (`panic = "abort"`; the handler below never returns into the caller).
 //!
-//! Nothing runs at load time: the policy is read on the first exec and cached without locks
-//! (see `state`). The exec path allocates nothing and takes no locks, so it is safe in `vfork`
-//! children and after `fork` in threaded programs.
+//! At load, one initialiser captures host mode's inline policy from the initial environment
+//! (the program could overwrite that memory later); the policy is parsed on the first exec and
+//! cached without locks (see `state`). The exec path allocates nothing and takes no locks, so
+//! it is safe in `vfork` children and after `fork` in threaded programs.
 #![cfg_attr(not(test), no_std)]
 
 mod guard;
 mod hooks;
 mod state;
+mod symbols;
 
 #[cfg(not(test))]
 #[panic_handler]

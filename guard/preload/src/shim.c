@@ -172,6 +172,53 @@ long syscall(long nr, ...) {
     return __execguard_syscall(nr, a, b, c, d, e, f);
 }
 
+/* dlsym and dlvsym: ask the guard where to go (libc's function, or the guard's lookup for the
+ * names it replaces), then jump there with the caller's arguments and return address intact:
+ * libc's dlsym resolves RTLD_NEXT and RTLD_DEFAULT relative to its caller, so it must see the
+ * program's call, not one from the guard. */
+HIDDEN unsigned long __execguard_dlsym_route(const char *name, int versioned);
+#if defined(__x86_64__)
+#define DLSYM_TRAMPOLINE(fn, versioned)                                                         \
+    __asm__(".text\n"                                                                          \
+            ".globl " #fn "\n"                                                                 \
+            ".hidden __execguard_dlsym_route\n"                                                \
+            ".type " #fn ", @function\n" #fn ":\n"                                             \
+            "  push %rdi\n"                                                            \
+            "  push %rsi\n"                                                            \
+            "  push %rdx\n" /* dlvsym's version; also aligns the stack for the call */         \
+            "  mov %rsi, %rdi\n"                                                       \
+            "  mov $" #versioned ", %esi\n"                                            \
+            "  call __execguard_dlsym_route\n"                                         \
+            "  pop %rdx\n"                                                             \
+            "  pop %rsi\n"                                                             \
+            "  pop %rdi\n"                                                             \
+            "  jmp *%rax\n"                                                            \
+            ".size " #fn ", .-" #fn "\n")
+#elif defined(__aarch64__)
+#define DLSYM_TRAMPOLINE(fn, versioned)                                                         \
+    __asm__(".text\n"                                                                          \
+            ".globl " #fn "\n"                                                                 \
+            ".hidden __execguard_dlsym_route\n"                                                \
+            ".type " #fn ", %function\n" #fn ":\n"                                             \
+            "  stp x29, x30, [sp, #-48]!\n"                                            \
+            "  mov x29, sp\n"                                                          \
+            "  stp x0, x1, [sp, #16]\n"                                                \
+            "  str x2, [sp, #32]\n"                                                    \
+            "  mov x0, x1\n"                                                           \
+            "  mov w1, #" #versioned "\n"                                              \
+            "  bl __execguard_dlsym_route\n"                                           \
+            "  mov x16, x0\n"                                                          \
+            "  ldp x0, x1, [sp, #16]\n"                                                \
+            "  ldr x2, [sp, #32]\n"                                                    \
+            "  ldp x29, x30, [sp], #48\n"                                              \
+            "  br x16\n"                                                               \
+            ".size " #fn ", .-" #fn "\n")
+#else
+#error "execguard's preload library supports x86_64 and aarch64 Linux"
+#endif
+DLSYM_TRAMPOLINE(dlsym, 0);
+DLSYM_TRAMPOLINE(dlvsym, 1);
+
 /* Debug builds link the precompiled `core`, which is built for panic=unwind and so references
  * the personality routine from its landing pads; without a definition the unoptimised library
  * fails to load ("undefined symbol: rust_eh_personality"). This library is built with

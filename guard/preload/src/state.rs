@@ -1,5 +1,6 @@
-//! The policy in force for this process, loaded on the first exec (nothing runs at load time)
-//! and cached without locks.
+//! The policy in force for this process. Host mode's inline policy is captured when the guard
+//! is loaded, before the program runs (so the program cannot forge it); the policy is parsed
+//! on the first exec and cached without locks.
 //!
 //! The first caller moves the cache from EMPTY to LOADING, fills it and publishes READY.
 //! A caller that finds it LOADING (another thread, or a fork child of a process caught
@@ -8,8 +9,8 @@
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU8, Ordering};
-use execguard_os::{raw, LibcSys};
-use execguard_policy::path::{basename, PathBuf, PATH_MAX};
+use execguard_os::{raw, CList, LibcSys};
+use execguard_policy::path::{basename, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
 use execguard_policy::{Policy, Profile, Reason, RuntimeIds};
 use libc::{c_char, c_int};
@@ -33,29 +34,32 @@ pub enum Source {
 pub struct Loaded {
     pub error: Option<Reason>,
     pub source: Source,
-    /// `EXECGUARD_POLICY=<text>\0`, so host mode can hand the same entry to children.
-    entry: [u8; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1],
+    /// The policy text: in the load-time capture (host mode) or in the buffer the system
+    /// policy was read into; valid as long as this `Loaded`.
+    text: *const u8,
     text_len: usize,
     index: Option<Index>,
     pub runtimes: RuntimeIds,
-    self_lib: [u8; PATH_MAX],
-    self_lib_len: usize,
 }
 
 impl Loaded {
     const EMPTY: Loaded = Loaded {
         error: Some(Reason::InternalError),
         source: Source::System,
-        entry: [0; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1],
+        text: core::ptr::null(),
         text_len: 0,
         index: None,
         runtimes: RuntimeIds::NONE,
-        self_lib: [0; PATH_MAX],
-        self_lib_len: 0,
     };
 
     pub fn text(&self) -> &[u8] {
-        &self.entry[POLICY_PREFIX.len()..POLICY_PREFIX.len() + self.text_len]
+        if self.text.is_null() {
+            return &[];
+        }
+        // SAFETY: `text` points at `text_len` initialised bytes that outlive `self`: the
+        // capture (never written after load) or the system buffer `load` was given, which
+        // its caller keeps alive as long as this value.
+        unsafe { core::slice::from_raw_parts(self.text, self.text_len) }
     }
 
     /// The policy with the profile in force, or the reason there is none.
@@ -68,34 +72,37 @@ impl Loaded {
         }
     }
 
-    /// `EXECGUARD_POLICY=<text>` as a C string.
+    /// `EXECGUARD_POLICY=<text>` as a C string (host mode: the entry captured at load).
     pub fn entry_ptr(&self) -> *const c_char {
-        self.entry.as_ptr().cast()
+        initial().buf.as_ptr().cast()
     }
 
-    pub fn self_lib(&self) -> Option<&[u8]> {
-        (self.self_lib_len > 0).then(|| &self.self_lib[..self.self_lib_len])
+    /// The guard's own path, from the `LD_PRELOAD` this process was started with.
+    pub fn self_lib(&self) -> Option<&'static [u8]> {
+        initial().self_lib()
     }
 
-    fn load(&mut self) {
-        self.error = self.try_load().err();
+    /// Loads the policy in force; `system_buf` receives the system policy file's text.
+    fn load(&mut self, system_buf: &mut [u8; MAX_POLICY_BYTES]) {
+        self.error = self.try_load(system_buf).err();
     }
 
-    fn try_load(&mut self) -> Result<(), Reason> {
-        self.entry[..POLICY_PREFIX.len()].copy_from_slice(POLICY_PREFIX);
-        let text_at = POLICY_PREFIX.len();
+    fn try_load(&mut self, system_buf: &mut [u8; MAX_POLICY_BYTES]) -> Result<(), Reason> {
         let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
         // SAFETY: SYSTEM_POLICY is NUL-terminated.
         match unsafe { raw::open(SYSTEM_POLICY.as_ptr().cast(), flags, 0) } {
             Ok(fd) => {
                 self.source = Source::System;
-                let read = read_trusted(fd, &mut self.entry[text_at..text_at + MAX_POLICY_BYTES]);
+                let read = read_trusted(fd, system_buf);
                 raw::close(fd);
+                self.text = system_buf.as_ptr();
                 self.text_len = read?;
             }
             Err(libc::ENOENT) => {
                 self.source = Source::Session;
-                self.read_initial_environment()?;
+                let text = initial().policy()?;
+                self.text = text.as_ptr();
+                self.text_len = text.len();
             }
             Err(_) => return Err(Reason::PolicyUntrusted),
         }
@@ -112,131 +119,123 @@ impl Loaded {
         self.index = Some(index);
         Ok(())
     }
+}
 
-    /// Host mode: the policy and the guard's own path come from the environment this process
-    /// was started with (`/proc/self/environ`), which `setenv`/`putenv` cannot change.
-    fn read_initial_environment(&mut self) -> Result<(), Reason> {
-        let flags = libc::O_RDONLY | libc::O_CLOEXEC;
-        // SAFETY: literal, NUL-terminated.
-        let fd = unsafe { raw::open(c"/proc/self/environ".as_ptr(), flags, 0) }
-            .map_err(|_| Reason::ProcUnavailable)?;
-        let mut preload = PathBuf::new();
-        let mut scan = EnvScan {
-            policy_len: None,
-            preload_len: None,
-            overflow: false,
+/// Host mode: what the process was started with, taken by [`capture_initial_environment`]
+/// before any of the program's own code ran. Reading it back later (from `environ` or
+/// `/proc/self/environ`, which is the same memory) would let the program forge it: perl's
+/// `$0` overwrites that area, and a non-dumpable process (the wrappers) cannot even open its
+/// own `/proc/self/environ`.
+struct Initial {
+    /// Length of the policy text; [`NOT_FOUND`] or [`TOO_LARGE`] when there is none.
+    policy_len: usize,
+    self_lib_len: usize,
+    /// `EXECGUARD_POLICY=<text>\0`, then the guard's own path: one run of bytes, so that
+    /// the capture writes as few pages as it can (each is a copy-on-write fault at load).
+    buf: [u8; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1 + PATH_MAX],
+}
+
+const NOT_FOUND: usize = usize::MAX;
+const TOO_LARGE: usize = usize::MAX - 1;
+
+impl Initial {
+    fn policy(&self) -> Result<&[u8], Reason> {
+        match self.policy_len {
+            NOT_FOUND => Err(Reason::PolicyMissing),
+            TOO_LARGE => Err(Reason::PolicyInvalid),
+            n => Ok(&self.buf[POLICY_PREFIX.len()..POLICY_PREFIX.len() + n]),
+        }
+    }
+
+    fn self_lib(&self) -> Option<&[u8]> {
+        let at = POLICY_PREFIX.len() + self.policy().ok()?.len() + 1;
+        (self.self_lib_len > 0).then(|| &self.buf[at..at + self.self_lib_len])
+    }
+
+    /// Copies the first `EXECGUARD_POLICY` entry (as getenv finds it) and the guard's path
+    /// from the first `LD_PRELOAD`.
+    fn capture(&mut self, env: &CList) {
+        use execguard_policy::sys::StrList;
+        let mut preload = None;
+        for e in (0..env.len()).filter_map(|i| env.get(i)) {
+            if self.policy_len == NOT_FOUND {
+                if let Some(text) = e.strip_prefix(POLICY_PREFIX) {
+                    if text.len() > MAX_POLICY_BYTES {
+                        self.policy_len = TOO_LARGE;
+                        return;
+                    }
+                    let at = POLICY_PREFIX.len();
+                    self.buf[at..at + text.len()].copy_from_slice(text);
+                    self.buf[at + text.len()] = 0;
+                    self.policy_len = text.len();
+                    continue;
+                }
+            }
+            if preload.is_none() {
+                preload = e.strip_prefix(PRELOAD_PREFIX);
+            }
+        }
+        let (Ok(text), Some(list)) = (self.policy(), preload) else {
+            return;
         };
-        let text_at = POLICY_PREFIX.len();
-        let (policy_out, _) = self.entry[text_at..].split_at_mut(MAX_POLICY_BYTES);
-        let result = scan.run(fd, policy_out, &mut preload);
-        raw::close(fd);
-        result?;
-        if scan.overflow {
-            return Err(Reason::PolicyInvalid);
+        let at = POLICY_PREFIX.len() + text.len() + 1;
+        if let Some(lib) = list
+            .split(|&c| c == b':' || c == b' ')
+            .find(|e| basename(e) == LIB_NAME && e.starts_with(b"/") && e.len() < PATH_MAX)
+        {
+            self.buf[at..at + lib.len()].copy_from_slice(lib);
+            self.self_lib_len = lib.len();
         }
-        self.text_len = scan.policy_len.ok_or(Reason::PolicyMissing)?;
-        if scan.preload_len.is_some() {
-            let list = preload.as_bytes();
-            if let Some(lib) = list
-                .split(|&c| c == b':' || c == b' ')
-                .find(|e| basename(e) == LIB_NAME && e.starts_with(b"/"))
-            {
-                self.self_lib[..lib.len()].copy_from_slice(lib);
-                self.self_lib_len = lib.len();
-            }
-        }
-        Ok(())
     }
 }
 
-/// Streams `/proc/self/environ`, copying the values of `EXECGUARD_POLICY` and `LD_PRELOAD`
-/// (first occurrence of each, as getenv would find).
-struct EnvScan {
-    policy_len: Option<usize>,
-    preload_len: Option<usize>,
-    overflow: bool,
-}
+struct InitialCell(UnsafeCell<Initial>);
 
-#[derive(Clone, Copy)]
-enum Field {
-    Policy,
-    Preload,
-}
+// SAFETY: written only by `capture_initial_environment`, which the loader runs once, before
+// the program's own code and so before any other thread exists; only read after that.
+unsafe impl Sync for InitialCell {}
 
-impl EnvScan {
-    /// Streams the file in chunks and handles it an entry segment at a time: only the start of
-    /// each entry is compared with the two prefixes, and values are copied in bulk.
-    fn run(&mut self, fd: c_int, policy: &mut [u8], preload: &mut PathBuf) -> Result<(), Reason> {
-        let mut chunk = [0u8; 4096];
-        // Position inside the current entry, and which prefixes it still matches.
-        let mut pos = 0usize;
-        let (mut maybe_policy, mut maybe_preload) = (true, true);
-        let mut copying: Option<(Field, usize)> = None;
-        loop {
-            let n = match raw::read(fd, &mut chunk) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(libc::EINTR) => continue,
-                Err(_) => return Err(Reason::ProcUnavailable),
-            };
-            let mut rest = &chunk[..n];
-            while !rest.is_empty() {
-                let nul = rest.iter().position(|&c| c == 0);
-                let seg = &rest[..nul.unwrap_or(rest.len())];
-                rest = nul.map_or(&[][..], |k| &rest[k + 1..]);
-                let mut value = None;
-                match &mut copying {
-                    Some(_) => value = Some(seg),
-                    None if maybe_policy || maybe_preload => {
-                        let advance = |prefix: &[u8], still: &mut bool| -> Option<usize> {
-                            let want = &prefix[pos.min(prefix.len())..];
-                            let k = want.len().min(seg.len());
-                            *still &= seg[..k] == want[..k];
-                            (*still && pos + k == prefix.len()).then_some(k)
-                        };
-                        if let Some(k) = advance(POLICY_PREFIX, &mut maybe_policy) {
-                            copying = Some((Field::Policy, 0));
-                            value = Some(&seg[k..]);
-                        } else if let Some(k) = advance(PRELOAD_PREFIX, &mut maybe_preload) {
-                            copying = Some((Field::Preload, 0));
-                            value = Some(&seg[k..]);
-                        }
-                        pos += seg.len();
-                    }
-                    None => {}
-                }
-                if let (Some(v), Some((field, len))) = (value, &mut copying) {
-                    match field {
-                        Field::Policy => {
-                            let room = policy.len() - *len;
-                            let take = v.len().min(room);
-                            policy[*len..*len + take].copy_from_slice(&v[..take]);
-                            *len += take;
-                            self.overflow |= take < v.len();
-                        }
-                        // A preload list longer than a path only loses entries after the
-                        // guard's own, which comes first when execguard set it.
-                        Field::Preload => {
-                            let _ = preload.push_bytes(v);
-                        }
-                    }
-                }
-                if nul.is_some() {
-                    if let Some((field, len)) = copying.take() {
-                        match field {
-                            Field::Policy => self.policy_len = Some(len),
-                            Field::Preload => self.preload_len = Some(preload.as_bytes().len()),
-                        }
-                    }
-                    pos = 0;
-                    maybe_policy = self.policy_len.is_none();
-                    maybe_preload = self.preload_len.is_none();
-                }
-            }
+static INITIAL: InitialCell = InitialCell(UnsafeCell::new(Initial {
+    policy_len: NOT_FOUND,
+    self_lib_len: 0,
+    buf: {
+        // The prefix is in the file image, so the capture writes only the text.
+        let mut b = [0; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1 + PATH_MAX];
+        let mut i = 0;
+        while i < POLICY_PREFIX.len() {
+            b[i] = POLICY_PREFIX[i];
+            i += 1;
         }
-        Ok(())
-    }
+        b
+    },
+}));
+
+fn initial() -> &'static Initial {
+    // SAFETY: no writer exists once the program runs (see `InitialCell`).
+    unsafe { &*INITIAL.0.get() }
 }
+
+/// The guard's one initialiser: the loader calls it with the initial environment, after libc
+/// is ready and before the program's own initialisers and `main`. It only scans the entry
+/// pointers (and copies the policy when there is one): most processes never exec.
+///
+/// # Safety
+/// Called by the loader with `envp` NULL or a NULL-terminated array of C strings.
+unsafe extern "C" fn capture_initial_environment(
+    _argc: c_int,
+    _argv: *const *const c_char,
+    envp: *const *const c_char,
+) {
+    // SAFETY: the loader's contract above; the strings outlive this call.
+    let env = unsafe { CList::new(envp) };
+    // SAFETY: see `InitialCell`: this is its only writer, running before any reader.
+    unsafe { &mut *INITIAL.0.get() }.capture(&env);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CAPTURE_AT_LOAD: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) =
+    capture_initial_environment;
 
 /// Reads a whole file that must be root-owned, regular and writable by root alone.
 fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
@@ -289,29 +288,43 @@ const READY: u8 = 2;
 
 struct Cache {
     state: AtomicU8,
-    /// Initialised at compile time, so the first exec only writes what it loads: constructing
-    /// an empty `Loaded` at run time meant writing its 22 KiB in every new process.
+    /// Initialised at compile time, so the first exec only writes what it loads.
     slot: UnsafeCell<Loaded>,
+    /// The system policy's text, for `slot`.
+    system_text: UnsafeCell<[u8; MAX_POLICY_BYTES]>,
 }
 
-// SAFETY: `slot` is written only by the thread that moved `state` from EMPTY to LOADING, and
-// read only after `state` is READY (Release/Acquire), after which it is never written again.
+// SAFETY: `slot` and `system_text` are written only by the thread that moved `state` from
+// EMPTY to LOADING, and read only after `state` is READY (Release/Acquire), after which they
+// are never written again.
 unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
     state: AtomicU8::new(EMPTY),
     slot: UnsafeCell::new(Loaded::EMPTY),
+    system_text: UnsafeCell::new([0; MAX_POLICY_BYTES]),
 };
 
 /// Another thread is loading the cache (or was, when this process forked): load a private copy
-/// on this stack rather than wait. Out of line: its 22 KiB must not sit in the ordinary path's
-/// frame (stack probes would touch every page of it).
+/// rather than wait. The system policy's text goes into a mapping of its own, not on the
+/// stack: the caller's stack may be small (a thread, a `clone` child).
 #[inline(never)]
 #[cold]
 fn with_private_copy<R>(f: impl FnOnce(&Loaded) -> R) -> R {
     let mut local = Loaded::EMPTY;
-    local.load();
-    f(&local)
+    let len = core::mem::size_of::<[u8; MAX_POLICY_BYTES]>();
+    match raw::map_anonymous(len) {
+        Ok(ptr) => {
+            // SAFETY: a fresh zero-filled mapping of exactly this size and alignment 1.
+            let buf = unsafe { &mut *ptr.cast::<[u8; MAX_POLICY_BYTES]>() };
+            local.load(buf);
+            let result = f(&local);
+            // SAFETY: `local`, the only reference into the mapping, is not used after this.
+            unsafe { raw::unmap(ptr, len) };
+            result
+        }
+        Err(_) => f(&local), // EMPTY refuses with internal_error: fail closed
+    }
 }
 
 /// Loads the policy now if it is not loaded yet (before `fork`, so that children inherit it).
@@ -334,9 +347,10 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
                 .compare_exchange(EMPTY, LOADING, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok() =>
         {
-            // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot.
-            let loaded = unsafe { &mut *CACHE.slot.get() };
-            loaded.load();
+            // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot and
+            // the system text.
+            let (loaded, text) = unsafe { (&mut *CACHE.slot.get(), &mut *CACHE.system_text.get()) };
+            loaded.load(text);
             CACHE.state.store(READY, Ordering::Release);
             f(loaded)
         }

@@ -1,39 +1,100 @@
-//! # Sealed mode
+//! # The W^X seal
 //!
-//! A preload library cannot see execs made by statically linked programs, Go programs or
-//! inline system calls. The seal hands the core rule to the kernel: a Landlock ruleset handles
-//! `LANDLOCK_ACCESS_FS_EXECUTE` and grants it everywhere *except* beneath the mutable roots, so
-//! `execve` of any file there fails with `EACCES`, whoever calls it.
+//! Every path of a sealed session is writable or executable, never both (docs/write-set.md).
+//! The kernel enforces it, for every caller, preload or not:
 //!
-//! Landlock's own holes, and what covers them (see the README's threat model):
-//! - the execute right is checked only at `execve`: the loader can still `mmap(PROT_EXEC)` a
-//!   workspace file (`ld.so ./payload` from a static caller). A `noexec` mount closes it.
-//! - memfds are not restricted: guarded processes create them with `MFD_NOEXEC_SEAL`, and
-//!   `vm.memfd_noexec=2` closes it for everyone.
+//! 1. **Mounts** ([`mounts`], optional): inside a private mount namespace (an unprivileged
+//!    user namespace for a non-root user, uid and gid mapped to themselves), every mount of
+//!    the write set is bind-mounted `noexec,nosuid` (and `nodev` outside `/dev`), and the exec
+//!    dirs read-only. `noexec` is the only control that also refuses `mmap(PROT_EXEC)`, so the
+//!    loader, `dlopen` and FFI cannot map a written file as code.
+//! 2. **Landlock** ([`landlock_partition`]): the ruleset handles `EXECUTE` and the write rights
+//!    (see [`WRITE_RIGHTS`]); execute is granted only outside the write set and on the exec
+//!    dirs, the write rights only beneath the write set (and `/dev`). `REFER` is granted on the
+//!    write set, so renames and hard links across its directories work.
+//! 3. **Seccomp** ([`seccomp`]): no executable memfds, no new namespaces, no mount calls (the
+//!    session cannot undo step 1), no kernel modules.
 //!
-//! The seal is all or nothing: when the kernel cannot enforce it, [`seal`] fails with a typed
-//! error and the caller refuses to start (never a silent downgrade).
+//! Every step that cannot be applied is a typed [`SealError`]; the caller refuses to start.
+//! What was applied is returned as an [`Enforcement`] report, built from what the kernel
+//! accepted.
+
+pub mod mounts;
+pub mod report;
+pub mod seccomp;
+
+pub use report::{Assurance, Enforcement, LandlockReport, MountReport, RuleReport};
 
 use landlock::{
-    AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus,
+    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, ABI,
 };
 use std::path::{Path, PathBuf};
 
 /// Test hook: an ABI version to report instead of the kernel's, only ever lower (so it can
-/// simulate a kernel without Landlock, never grant anything).
+/// simulate an old kernel or one without Landlock, never grant anything). Compiled only into
+/// test builds (`cfg(test)` or the `test-hooks` feature, which only dev-dependencies enable).
+#[cfg(any(test, feature = "test-hooks"))]
 pub const FORCE_ABI_ENV: &str = "EXECGUARD_TEST_LANDLOCK_ABI";
 
-/// Why the seal could not be applied. Every variant is a refusal to start.
+/// The lowest Landlock ABI the partition needs: ABI 2 adds `REFER`, without which a handled
+/// ruleset refuses every rename and hard link across directories (`EXDEV`).
+pub const MIN_ABI: i64 = 2;
+
+/// The write rights the partition handles, each where the kernel's ABI has it. `ResolveUnix`
+/// (ABI 9) is left unhandled: connecting to a socket writes no file.
+pub fn write_rights(abi: i64) -> BitFlags<AccessFs> {
+    let all = AccessFs::WriteFile
+        | AccessFs::RemoveDir
+        | AccessFs::RemoveFile
+        | AccessFs::MakeChar
+        | AccessFs::MakeDir
+        | AccessFs::MakeReg
+        | AccessFs::MakeSock
+        | AccessFs::MakeFifo
+        | AccessFs::MakeBlock
+        | AccessFs::MakeSym
+        | AccessFs::Refer
+        | AccessFs::Truncate
+        | AccessFs::IoctlDev;
+    all & AccessFs::from_all(abi_of(abi))
+}
+
+/// For the documentation of the report: every write right the partition may handle.
+pub const WRITE_RIGHTS: &[&str] = &[
+    "write_file",
+    "remove_dir",
+    "remove_file",
+    "make_char",
+    "make_dir",
+    "make_reg",
+    "make_sock",
+    "make_fifo",
+    "make_block",
+    "make_sym",
+    "refer",
+    "truncate",
+    "ioctl_dev",
+];
+
+fn abi_of(abi: i64) -> ABI {
+    ABI::from(i32::try_from(abi).unwrap_or(i32::MAX))
+}
+
+/// Why the seal could not be applied. Every variant is a refusal to start (exit 2).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SealError {
-    /// The kernel offers no Landlock (ABI 0, or the syscall is missing or disabled).
+    /// The kernel offers no Landlock, or one too old for the partition.
     Unavailable { detail: String },
     /// Building or applying the ruleset failed.
     Apply { step: &'static str, detail: String },
-    /// The kernel accepted the ruleset but does not enforce the execute right.
+    /// The kernel accepted the ruleset but does not enforce all of it.
     NotEnforced,
+    /// The seccomp filter could not be built or installed.
+    Seccomp { detail: String },
+    /// The `noexec` mounts were required and could not be made.
+    Noexec { detail: String },
 }
 
 impl SealError {
@@ -43,43 +104,37 @@ impl SealError {
             SealError::Unavailable { .. } => "seal_unavailable",
             SealError::Apply { .. } => "seal_failed",
             SealError::NotEnforced => "seal_not_enforced",
+            SealError::Seccomp { .. } => "seccomp_failed",
+            SealError::Noexec { .. } => "noexec_unavailable",
         }
     }
 }
 
 impl std::fmt::Display for SealError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let code = self.code();
         match self {
-            SealError::Unavailable { detail } => write!(
-                f,
-                "{}: the kernel cannot enforce Landlock: {detail}",
-                self.code()
-            ),
-            SealError::Apply { step, detail } => {
-                write!(f, "{}: failed to {step}: {detail}", self.code())
+            SealError::Unavailable { detail } => {
+                write!(
+                    f,
+                    "{code}: the kernel cannot enforce the W^X partition: {detail}"
+                )
             }
+            SealError::Apply { step, detail } => write!(f, "{code}: failed to {step}: {detail}"),
             SealError::NotEnforced => write!(
                 f,
-                "{}: the kernel did not enforce the execute restriction",
-                self.code()
+                "{code}: the kernel did not enforce every handled Landlock right"
             ),
+            SealError::Seccomp { detail } => write!(f, "{code}: {detail}"),
+            SealError::Noexec { detail } => write!(f, "{code}: {detail}"),
         }
     }
 }
 
 impl std::error::Error for SealError {}
 
-/// What was enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SealStatus {
-    /// The Landlock ABI version of the kernel.
-    pub abi: i64,
-    /// How many paths were granted execute.
-    pub rules: usize,
-}
-
-/// The kernel's Landlock ABI version (`Err(errno)` when there is none), lowered by
-/// [`FORCE_ABI_ENV`] when that is set.
+/// The kernel's Landlock ABI version (`Err(errno)` when there is none); in test builds,
+/// lowered by [`FORCE_ABI_ENV`] when that is set.
 pub fn kernel_abi() -> Result<i64, i32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only queries the version.
@@ -98,19 +153,307 @@ pub fn kernel_abi() -> Result<i64, i32> {
     } else {
         Ok(v)
     };
-    match std::env::var(FORCE_ABI_ENV)
+    #[cfg(any(test, feature = "test-hooks"))]
+    if let Some(forced) = std::env::var(FORCE_ABI_ENV)
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
     {
-        Some(forced) if forced <= 0 => Err(libc::EOPNOTSUPP),
-        Some(forced) => real.map(|r| r.min(forced)),
-        None => real,
+        return if forced <= 0 {
+            Err(libc::EOPNOTSUPP)
+        } else {
+            real.map(|r| r.min(forced))
+        };
     }
+    real
+}
+
+/// The kernel's ABI when it is enough for the partition, else the typed refusal.
+pub fn partition_abi() -> Result<i64, SealError> {
+    match kernel_abi() {
+        Ok(abi) if abi >= MIN_ABI => Ok(abi),
+        Ok(abi) => Err(SealError::Unavailable {
+            detail: format!(
+                "Landlock ABI {abi} has no REFER right (ABI {MIN_ABI}, Linux 5.19): renames across directories would fail"
+            ),
+        }),
+        Err(errno) => Err(SealError::Unavailable {
+            detail: format!(
+                "no Landlock ({})",
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        }),
+    }
+}
+
+/// The session's partition of the file system (docs/write-set.md). Paths are canonical.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Partition {
+    /// Where the session may write and never execute. `/dev` is always added.
+    pub write_set: Vec<PathBuf>,
+    /// Directories inside the write set that stay executable and become read-only.
+    pub exec_dirs: Vec<PathBuf>,
+    /// Directories inside the write set granted both rights: the workspace of the
+    /// `development` and `build` profiles (reduced assurance, reported).
+    pub both: Vec<PathBuf>,
+}
+
+impl Partition {
+    /// A partition with these write-set roots (canonicalised when they exist) and `/dev`.
+    pub fn new(write_set: impl IntoIterator<Item = PathBuf>) -> Self {
+        let mut p = Partition::default();
+        for root in write_set.into_iter().chain([PathBuf::from("/dev")]) {
+            let root = root.canonicalize().unwrap_or(root);
+            if !p.write_set.contains(&root) {
+                p.write_set.push(root);
+            }
+        }
+        p
+    }
+
+    pub fn with_exec_dirs(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        for d in dirs {
+            let d = d.canonicalize().unwrap_or(d);
+            if !self.exec_dirs.contains(&d) {
+                self.exec_dirs.push(d);
+            }
+        }
+        self
+    }
+
+    pub fn with_both(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        for d in dirs {
+            let d = d.canonicalize().unwrap_or(d);
+            if !self.both.contains(&d) {
+                self.both.push(d);
+            }
+        }
+        self
+    }
+
+    /// Is `path` (canonical) in the write set?
+    pub fn in_write_set(&self, path: &Path) -> bool {
+        self.write_set.iter().any(|r| path.starts_with(r))
+    }
+}
+
+/// How the seal is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Refuse memfds that could hold code (strict sessions: the guard adds `MFD_NOEXEC_SEAL`
+    /// for guarded callers, the filter refuses the others).
+    pub memfd_noexec: bool,
+    /// Make the write set `noexec` (and the exec dirs read-only) in a private mount
+    /// namespace. `Required`: refuse to start without it; `BestEffort`: say it once and
+    /// report the reduction.
+    pub mounts: MountsMode,
+    /// The caller's reason this session is reduced (the profile that grants the workspace
+    /// both rights and allows executable memfds: `development`, `build`), reported first.
+    pub reduced: Option<&'static str>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MountsMode {
+    Off,
+    BestEffort,
+    Required,
+}
+
+/// Applies the whole seal to the calling process and its future children, in order: mounts,
+/// Landlock, seccomp (call it in a single-threaded process right before exec). Also sets
+/// `no_new_privs`, which both Landlock and seccomp need.
+pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
+    let abi = partition_abi()?;
+    let mut reductions = Vec::new();
+    let namespace = match options.mounts {
+        MountsMode::Off => None,
+        mode => match mounts::isolate(partition) {
+            Ok(ns) => Some(ns),
+            Err(e) if mode == MountsMode::Required => return Err(e),
+            Err(e) => {
+                eprintln!("execguard: notice: mappings of written files are refused only by the guard, not by a noexec mount ({e})");
+                reductions.push("mappings_guard_only".to_string());
+                None
+            }
+        },
+    };
+    let landlock = landlock_rules(partition, abi, namespace.is_some())?;
+    let seccomp = seccomp::install(options.memfd_noexec)?;
+    let mounts = mounts::report(partition);
+    if let Some(why) = options.reduced {
+        reductions.insert(0, why.to_string());
+    } else {
+        if !partition.both.is_empty() {
+            reductions.insert(0, "workspace_writable_and_executable".to_string());
+        }
+        if !options.memfd_noexec {
+            reductions.push("memfd_exec_allowed".to_string());
+        }
+    }
+    // A reduced profile's workspace keeps exec on purpose: every other mount must be noexec.
+    let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
+    if namespace.is_some() && mounts.iter().any(|m| !m.noexec && !in_both(m)) {
+        reductions.push("write_set_not_all_noexec".to_string());
+    }
+    Ok(Enforcement {
+        landlock,
+        seccomp,
+        namespace,
+        mounts,
+        assurance: Assurance::from_reductions(reductions),
+    })
+}
+
+/// Applies only the Landlock half of the partition (tests, and callers that make their own
+/// mounts). `mounts_protect_exec_dirs`: the exec dirs are read-only mounts already, so the
+/// write rights can be granted on whole write-set roots.
+pub fn landlock_partition(
+    partition: &Partition,
+    mounts_protect_exec_dirs: bool,
+) -> Result<LandlockReport, SealError> {
+    let abi = partition_abi()?;
+    landlock_rules(partition, abi, mounts_protect_exec_dirs)
+}
+
+/// One rule to add: a path and what it is granted.
+struct Grant {
+    path: PathBuf,
+    access: BitFlags<AccessFs>,
+    side: &'static str,
+}
+
+/// The rules of the partition, before they meet the kernel (tests read them).
+fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<Grant> {
+    let write = write_rights(abi);
+    let file_rights = AccessFs::from_file(abi_of(abi));
+    let mut out = Vec::new();
+    // Execute: everything outside the write set, plus the exec dirs.
+    for path in grants(&partition.write_set) {
+        out.push(Grant {
+            path,
+            access: AccessFs::Execute.into(),
+            side: "execute",
+        });
+    }
+    for dir in &partition.exec_dirs {
+        out.push(Grant {
+            path: dir.clone(),
+            access: AccessFs::Execute.into(),
+            side: "exec_dir",
+        });
+    }
+    // Write: beneath the write set. Landlock rights are inherited down the tree, so a root
+    // holding an exec dir is granted branch by branch around it, unless a read-only mount
+    // protects the exec dir already.
+    for root in &partition.write_set {
+        let inner: Vec<PathBuf> = partition
+            .exec_dirs
+            .iter()
+            .filter(|e| e.starts_with(root))
+            .cloned()
+            .collect();
+        if root == Path::new("/dev") {
+            // Device files are written, never made or removed by a session (/dev/shm, its own
+            // root, keeps every right).
+            out.push(Grant {
+                path: root.clone(),
+                access: write & file_rights,
+                side: "write",
+            });
+            continue;
+        }
+        if inner.is_empty() || mounts_protect_exec_dirs {
+            out.push(Grant {
+                path: root.clone(),
+                access: write,
+                side: "write",
+            });
+            continue;
+        }
+        for path in write_grants_around(root, &inner) {
+            let access = if path.is_dir() {
+                write
+            } else {
+                write & file_rights
+            };
+            out.push(Grant {
+                path,
+                access,
+                side: "write",
+            });
+        }
+    }
+    for dir in &partition.both {
+        out.push(Grant {
+            path: dir.clone(),
+            access: write | AccessFs::Execute,
+            side: "both",
+        });
+    }
+    out
+}
+
+fn landlock_rules(
+    partition: &Partition,
+    abi: i64,
+    mounts_protect_exec_dirs: bool,
+) -> Result<LandlockReport, SealError> {
+    let apply = |step: &'static str| {
+        move |e: landlock::RulesetError| SealError::Apply {
+            step,
+            detail: e.to_string(),
+        }
+    };
+    let handled = write_rights(abi) | AccessFs::Execute;
+    // Every handled right is one this ABI has (write_rights is cut to it): demand them all, so
+    // the kernel enforces exactly what the report lists.
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(handled)
+        .map_err(apply("handle the execute and write rights"))?
+        .create()
+        .map_err(apply("create the ruleset"))?;
+    let mut rules = Vec::new();
+    for grant in plan(partition, abi, mounts_protect_exec_dirs) {
+        // A path that does not exist (yet), vanished since it was listed, or that this user
+        // cannot open gets no rule: Landlock then grants it nothing, neither write nor execute.
+        let Ok(fd) = PathFd::new(&grant.path) else {
+            continue;
+        };
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, grant.access))
+            .map_err(|e| SealError::Apply {
+                step: "add a rule",
+                detail: format!("{}: {e}", grant.path.display()),
+            })?;
+        rules.push(RuleReport {
+            path: grant.path,
+            side: grant.side,
+        });
+    }
+    let status = ruleset
+        .restrict_self()
+        .map_err(apply("restrict this process"))?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(SealError::NotEnforced);
+    }
+    Ok(LandlockReport {
+        abi,
+        handled: report::right_names(handled),
+        exec_dirs_read_only_by: if partition.exec_dirs.is_empty() {
+            "none"
+        } else if mounts_protect_exec_dirs {
+            "read_only_mount"
+        } else {
+            "landlock_split"
+        },
+        rules,
+    })
 }
 
 /// The paths that get the execute right: every entry of `/`, descending only into directories
 /// that contain an excluded root, so that nothing at or beneath an excluded root is granted.
-/// `excluded` must be canonical; ones that do not exist exclude nothing.
+/// `excluded` must be canonical; ones that do not exist exclude nothing they could hold, and
+/// their parents are still descended (a root created later gets no grant).
 pub fn grants(excluded: &[PathBuf]) -> Vec<PathBuf> {
     grants_from(Path::new("/"), excluded)
 }
@@ -118,16 +461,30 @@ pub fn grants(excluded: &[PathBuf]) -> Vec<PathBuf> {
 /// [`grants`] for the tree below `root` (tests use a temporary tree).
 pub fn grants_from(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    collect(root, excluded, &mut out);
+    collect(root, excluded, None, &mut out);
     out
 }
 
-fn collect(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
+/// The write grants beneath `root` that leave out the `exec_dirs` inside it: its entries,
+/// descending into those that hold an exec dir. Links are never followed out: an entry is
+/// granted only when it really lies in `root`, and a link gets nothing (its target inside the
+/// root is granted under its own name).
+fn write_grants_around(root: &Path, exec_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    collect(root, exec_dirs, Some(root), &mut out);
+    out
+}
+
+fn collect(dir: &Path, excluded: &[PathBuf], inside: Option<&Path>, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if is_link && inside.is_some() {
+            continue;
+        }
         // Only directories and regular files can hold programs. Sockets, pipes and devices
         // (and links to them, such as /dev/stdin) get no grant: Landlock refuses rules on
         // pseudo file systems, and nothing there is executed.
@@ -137,7 +494,6 @@ fn collect(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
         if !meta.is_dir() && !meta.is_file() {
             continue;
         }
-        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
         // A rule follows links: judge a link by where it leads.
         let real = if is_link {
             match path.canonicalize() {
@@ -148,64 +504,18 @@ fn collect(dir: &Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
             path.clone()
         };
         if excluded.iter().any(|e| real.starts_with(e)) {
-            continue; // at or inside a mutable root
+            continue; // at or inside an excluded root
         }
         if excluded.iter().any(|e| e.starts_with(&real)) {
-            // Holds a mutable root: grant its other entries one level down. A link to such a
-            // directory gets nothing; the directory is reached under its own name.
+            // Holds an excluded root: grant its other entries one level down. A link to such
+            // a directory gets nothing; the directory is reached under its own name.
             if !is_link {
-                collect(&path, excluded, out);
+                collect(&path, excluded, inside, out);
             }
             continue;
         }
         out.push(path);
     }
-}
-
-/// Applies the seal to the calling thread and its future children (call it in a
-/// single-threaded process right before exec). Also sets `no_new_privs`, which Landlock needs.
-pub fn seal(mutable_roots: &[PathBuf]) -> Result<SealStatus, SealError> {
-    let abi = kernel_abi().map_err(|e| SealError::Unavailable {
-        detail: std::io::Error::from_raw_os_error(e).to_string(),
-    })?;
-    let excluded: Vec<PathBuf> = mutable_roots
-        .iter()
-        .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
-        .collect();
-    let paths = grants(&excluded);
-    let apply = |step: &'static str| {
-        move |e: landlock::RulesetError| SealError::Apply {
-            step,
-            detail: e.to_string(),
-        }
-    };
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::Execute)
-        .map_err(apply("handle the execute right"))?
-        .create()
-        .map_err(apply("create the ruleset"))?;
-    let mut rules = 0;
-    for path in &paths {
-        // A path that vanished since it was listed, or that this user cannot open, simply gets
-        // no grant: fewer grants only refuse more.
-        let Ok(fd) = PathFd::new(path) else { continue };
-        // Execute is a file right, valid on files and directories alike.
-        ruleset = ruleset
-            .add_rule(PathBeneath::new(fd, AccessFs::Execute))
-            .map_err(|e| SealError::Apply {
-                step: "add a rule",
-                detail: format!("{}: {e}", path.display()),
-            })?;
-        rules += 1;
-    }
-    let status = ruleset
-        .restrict_self()
-        .map_err(apply("restrict this process"))?;
-    if status.ruleset != RulesetStatus::FullyEnforced {
-        return Err(SealError::NotEnforced);
-    }
-    Ok(SealStatus { abi, rules })
 }
 
 #[cfg(test)]
@@ -217,7 +527,7 @@ mod tests {
         let excluded = vec![
             PathBuf::from("/tmp"),
             PathBuf::from("/var/tmp"),
-            PathBuf::from("/dev/shm"),
+            PathBuf::from("/dev"),
         ];
         let g = grants(&excluded);
         assert!(!g.is_empty());
@@ -234,40 +544,6 @@ mod tests {
         }
         assert!(g.contains(&PathBuf::from("/usr")));
         assert!(g.contains(&PathBuf::from("/var/lib")) || !Path::new("/var/lib").exists());
-    }
-
-    /// Seals a child process and checks the kernel refuses an exec from the excluded root while
-    /// a system binary still runs.
-    #[test]
-    fn sealed_child_cannot_exec_from_an_excluded_root() {
-        if let Some(dir) = std::env::var_os("EXECGUARD_SEAL_EXEC_CHILD") {
-            let dir = PathBuf::from(dir);
-            seal(std::slice::from_ref(&dir)).expect("seal");
-            let err = std::process::Command::new(dir.join("true"))
-                .status()
-                .unwrap_err();
-            assert_eq!(err.raw_os_error(), Some(libc::EACCES));
-            assert!(std::process::Command::new("/bin/true")
-                .status()
-                .unwrap()
-                .success());
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::copy("/bin/true", dir.path().join("true")).unwrap();
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "tests::sealed_child_cannot_exec_from_an_excluded_root",
-                "--nocapture",
-            ])
-            .env(
-                "EXECGUARD_SEAL_EXEC_CHILD",
-                dir.path().canonicalize().unwrap(),
-            )
-            .status()
-            .unwrap();
-        assert!(status.success());
     }
 
     #[test]
@@ -290,27 +566,126 @@ mod tests {
         assert_eq!(g, want);
     }
 
+    /// A write-set root holding an exec dir: its other branches get the write rights, the
+    /// branch to the exec dir only its siblings, and links never lead the grant out.
     #[test]
-    fn forced_abi_zero_is_unavailable() {
+    fn write_grants_go_around_exec_dirs_and_never_follow_links() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().canonicalize().unwrap();
+        for d in [
+            ".cargo/bin",
+            ".cargo/registry",
+            "src",
+            ".local/bin",
+            ".local/share",
+        ] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::write(home.join(".gitconfig"), b"").unwrap();
+        std::os::unix::fs::symlink("/usr", home.join("usr-link")).unwrap();
+        std::os::unix::fs::symlink(home.join(".cargo/bin"), home.join("bin-link")).unwrap();
+        let exec = vec![home.join(".cargo/bin"), home.join(".local/bin")];
+        let mut g = write_grants_around(&home, &exec);
+        g.sort();
+        let want: Vec<PathBuf> = [".cargo/registry", ".gitconfig", ".local/share", "src"]
+            .iter()
+            .map(|p| home.join(p))
+            .collect();
+        assert_eq!(g, want);
+    }
+
+    /// The plan, side by side: the exec dirs get execute only, the write set write only (and
+    /// the roots holding an exec dir are split unless a read-only mount protects it), the
+    /// `both` dirs both; no execute grant covers the write set.
+    #[test]
+    fn the_plan_keeps_the_two_sides_apart() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
+        std::fs::create_dir_all(home.join("ws")).unwrap();
+        std::fs::create_dir_all(home.join("notes")).unwrap();
+        let p = Partition::new([home.clone(), PathBuf::from("/tmp")])
+            .with_exec_dirs([home.join(".cargo/bin")]);
+        let exec: BitFlags<AccessFs> = AccessFs::Execute.into();
+        for split in [false, true] {
+            let plan = plan(&p, 7, !split);
+            for g in &plan {
+                let in_w = p.in_write_set(&g.path);
+                match g.side {
+                    "execute" => {
+                        assert_eq!(g.access, exec);
+                        assert!(!in_w, "{}", g.path.display());
+                        assert!(!p.write_set.iter().any(|r| r.starts_with(&g.path)));
+                    }
+                    "exec_dir" => assert_eq!(g.access, exec),
+                    "write" => {
+                        assert!(in_w, "{}", g.path.display());
+                        assert!(!g.access.contains(AccessFs::Execute));
+                        if g.path == Path::new("/dev") {
+                            assert!(!g.access.contains(AccessFs::MakeReg));
+                            assert!(g.access.contains(AccessFs::WriteFile));
+                        } else if g.path.is_dir() {
+                            assert!(g.access.contains(AccessFs::Refer));
+                        }
+                    }
+                    other => panic!("{other}"),
+                }
+            }
+            let home_rule = plan.iter().any(|g| g.side == "write" && g.path == home);
+            assert_eq!(home_rule, !split, "split = {split}");
+            if split {
+                assert!(plan
+                    .iter()
+                    .any(|g| g.side == "write" && g.path == home.join("notes")));
+                assert!(!plan
+                    .iter()
+                    .any(|g| g.side == "write" && g.path.starts_with(home.join(".cargo/bin"))));
+            }
+            assert!(plan
+                .iter()
+                .any(|g| g.side == "write" && g.path == Path::new("/dev")));
+        }
+        let dev = p.clone().with_both([home.join("ws")]);
+        let plan = plan(&dev, 7, true);
+        let ws = plan.iter().find(|g| g.side == "both").unwrap();
+        assert!(ws.access.contains(AccessFs::Execute) && ws.access.contains(AccessFs::WriteFile));
+    }
+
+    #[test]
+    fn write_rights_follow_the_abi() {
+        assert!(!write_rights(2).contains(AccessFs::Truncate));
+        assert!(write_rights(2).contains(AccessFs::Refer));
+        assert!(write_rights(3).contains(AccessFs::Truncate));
+        assert!(!write_rights(4).contains(AccessFs::IoctlDev));
+        assert!(write_rights(5).contains(AccessFs::IoctlDev));
+        assert!(!write_rights(9).contains(AccessFs::ResolveUnix));
+        assert!(!write_rights(7).contains(AccessFs::Execute));
+    }
+
+    #[test]
+    fn forced_abi_below_two_is_unavailable() {
         // Run in a child so the variable does not leak into other tests' processes.
-        if std::env::var_os("EXECGUARD_SEAL_CHILD").is_some() {
-            assert!(kernel_abi().is_err());
-            match seal(&[PathBuf::from("/tmp")]) {
+        if let Some(abi) = std::env::var_os("EXECGUARD_SEAL_CHILD") {
+            let want_err = abi == "0";
+            assert_eq!(kernel_abi().is_err(), want_err);
+            match partition_abi() {
                 Err(e @ SealError::Unavailable { .. }) => assert_eq!(e.code(), "seal_unavailable"),
                 other => panic!("{other:?}"),
             }
             return;
         }
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "tests::forced_abi_zero_is_unavailable",
-                "--nocapture",
-            ])
-            .env("EXECGUARD_SEAL_CHILD", "1")
-            .env(FORCE_ABI_ENV, "0")
-            .status()
-            .unwrap();
-        assert!(status.success());
+        for abi in ["0", "1"] {
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "tests::forced_abi_below_two_is_unavailable",
+                    "--nocapture",
+                ])
+                .env("EXECGUARD_SEAL_CHILD", abi)
+                .env(FORCE_ABI_ENV, abi)
+                .status()
+                .unwrap();
+            assert!(status.success(), "forced ABI {abi}");
+        }
     }
 }

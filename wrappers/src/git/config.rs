@@ -11,6 +11,8 @@ use crate::refusal::{Reason, Refusal};
 pub struct ConfigEntry {
     pub key: String,
     pub value: Option<String>,
+    /// The file it was read from, for refusal messages (`None` for the command line).
+    pub origin: Option<String>,
 }
 
 impl ConfigEntry {
@@ -18,7 +20,13 @@ impl ConfigEntry {
         ConfigEntry {
             key: key.into(),
             value: value.map(str::to_owned),
+            origin: None,
         }
+    }
+
+    pub fn with_origin(mut self, origin: &str) -> Self {
+        self.origin = Some(origin.to_owned());
+        self
     }
 }
 
@@ -76,8 +84,12 @@ pub fn is_git_false(value: Option<&str>) -> bool {
     }
 }
 
-/// Classify one config assignment. `Ok(())` when harmless; otherwise the refusal naming the
-/// key. `source` is included in the detail (e.g. `-c`, `GIT_CONFIG_PARAMETERS`).
+/// Classify one config assignment. `Ok(())` when harmless (or neutralised by the wrapper's
+/// forced environment); otherwise the refusal naming the key. `source` is included in the
+/// detail (e.g. `-c`, `GIT_CONFIG_PARAMETERS`, a config file).
+///
+/// Neutralised, so allowed: `core.editor` and `core.pager`, `pager.*` and `core.askPass` lose
+/// to the `GIT_EDITOR=:`, `GIT_PAGER=cat` and `GIT_ASKPASS=` every git child gets.
 pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), Refusal> {
     let Some(parts) = split_key(key) else {
         return Err(Refusal::new(
@@ -85,80 +97,179 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
             format!("{source}: invalid config key {key:?}"),
         ));
     };
-    let refuse =
-        |reason: Reason, why: &str| Err(Refusal::new(reason, format!("{source}: {key} ({why})")));
-    let sub = parts.subsection.is_some();
+    let refuse = |why: &str| {
+        Err(Refusal::new(
+            Reason::ConfigKey,
+            format!("{source}: {key} ({why})"),
+        ))
+    };
+    let sub = parts.subsection.as_deref();
     let var = parts.variable.as_str();
-    match parts.section.as_str() {
-        "core" if !sub => match var {
-            "hookspath" => refuse(Reason::HookBypass, "redirects repository hooks"),
-            "fsmonitor" => {
-                if is_git_false(value) {
-                    Ok(())
-                } else {
-                    refuse(Reason::ConfigKey, "runs a command")
-                }
-            }
-            "askpass" | "editor" | "pager" | "sshcommand" | "gitproxy" | "alternaterefscommand" => {
-                refuse(Reason::ConfigKey, "runs a command")
-            }
-            "worktree" => refuse(Reason::RepositoryOverride, "moves the work tree"),
-            _ => Ok(()),
-        },
-        "credential" if var == "helper" => refuse(Reason::ConfigKey, "runs a command"),
-        "include" if !sub && var == "path" => refuse(Reason::ConfigKey, "includes config"),
-        "includeif" if var == "path" => refuse(Reason::ConfigKey, "includes config"),
-        "pager" => refuse(Reason::ConfigKey, "runs a pager command"),
-        "diff" => match (sub, var) {
-            (false, "external") => refuse(Reason::ConfigKey, "runs a command"),
-            (true, "command" | "textconv") => refuse(Reason::ConfigKey, "runs a command"),
-            _ => Ok(()),
-        },
-        "sequence" if var == "editor" => refuse(Reason::ConfigKey, "runs a command"),
-        "uploadpack" if var == "packobjectshook" => refuse(Reason::ConfigKey, "runs a command"),
-        "remote" if sub && matches!(var, "uploadpack" | "receivepack" | "vcs") => {
-            refuse(Reason::ConfigKey, "runs a command")
+    match (parts.section.as_str(), sub, var) {
+        ("core", None, "hookspath") => Err(Refusal::new(
+            Reason::HookBypass,
+            format!("{source}: {key} (redirects repository hooks)"),
+        )
+        .with_hint("remove core.hooksPath: git runs the hooks in .git/hooks")),
+        // true/false and their spellings select git's own daemon or none; a path is a program.
+        ("core", None, "fsmonitor") if is_git_bool(value) => Ok(()),
+        ("core", None, "fsmonitor" | "sshcommand" | "gitproxy" | "alternaterefscommand") => {
+            refuse("runs a command")
         }
-        "protocol" if var == "allow" => refuse(Reason::ConfigKey, "enables command transports"),
-        "url" if sub && matches!(var, "insteadof" | "pushinsteadof") => {
-            refuse(Reason::ConfigKey, "rewrites URLs (ext:: transport)")
+        ("credential", _, "helper") if value.is_none_or(own_credential_helper) => Ok(()),
+        ("credential", _, "helper") => Err(Refusal::new(
+            Reason::ConfigKey,
+            format!("{source}: {key} = {} (runs a credential helper that is not git's own)", value.unwrap_or_default()),
+        )
+        .with_hint("use `git -c credential.helper= ...` (git asks on the terminal) or git's own `store`/`cache`, or do this outside the session")),
+        ("include", None, "path") | ("includeif", Some(_), "path") => {
+            Err(Refusal::new(Reason::ConfigKey, format!("{source}: {key} (includes a config file)"))
+                .with_hint("put the settings themselves in the repository's config or ~/.gitconfig (included files are read and checked there)"))
         }
-        "filter" if sub => refuse(Reason::ConfigKey, "filter drivers run commands"),
-        "merge" if sub && var == "driver" => refuse(Reason::ConfigKey, "runs a command"),
-        "gpg" => match (parts.subsection.as_deref(), var) {
-            (None, "program") | (Some(_), "program") => refuse(Reason::ConfigKey, "runs a command"),
-            (Some(s), "defaultkeycommand") if s.eq_ignore_ascii_case("ssh") => {
-                refuse(Reason::ConfigKey, "runs a command")
-            }
-            _ => Ok(()),
+        ("diff", None, "external") | ("diff", Some(_), "command" | "textconv") => {
+            refuse("runs a diff program")
+        }
+        ("sequence", None, "editor") => Err(Refusal::new(
+            Reason::ConfigKey,
+            format!("{source}: {key} (runs a program on the rebase todo list)"),
+        )
+        .with_hint("remove sequence.editor; edit the todo list with `git rebase --edit-todo` and a file edit, or rebase without -i")),
+        ("uploadpack", None, "packobjectshook") => refuse("runs a command"),
+        ("remote", Some(_), "uploadpack" | "receivepack") => refuse("runs a command"),
+        ("remote", Some(_), "vcs") => match value {
+            Some(v) if OWN_REMOTE_HELPERS.contains(&v) => Ok(()),
+            _ => Err(transport_refusal(source, key, value.unwrap_or_default())),
         },
-        "interactive" if var == "difffilter" => refuse(Reason::ConfigKey, "runs a command"),
-        "difftool" | "mergetool" | "browser" | "man" | "guitool"
-            if sub && matches!(var, "cmd" | "path") =>
-        {
-            refuse(Reason::ConfigKey, "runs a command")
+        ("remote", Some(_), "url" | "pushurl") | ("submodule", Some(_), "url") => {
+            match value.and_then(foreign_helper) {
+                Some(_) => Err(transport_refusal(source, key, value.unwrap_or_default())),
+                None => Ok(()),
+            }
         }
-        "sendemail" => refuse(Reason::ConfigKey, "send-email settings run commands"),
-        "submodule" if sub && var == "update" => {
-            if value.is_some_and(|v| v.trim_start().starts_with('!')) {
-                refuse(Reason::ConfigKey, "update=!command runs a command")
-            } else {
+        ("url", Some(base), "insteadof" | "pushinsteadof") => {
+            if rewrite_base_is_safe(base) {
                 Ok(())
+            } else {
+                Err(transport_refusal(source, key, base))
             }
         }
-        "init" if var == "templatedir" => refuse(Reason::ConfigKey, "template hooks run"),
-        "hook" => refuse(Reason::HookBypass, "config-based hooks"),
-        "tar" if sub && var == "command" => refuse(Reason::ConfigKey, "runs a command"),
-        "trace2" if var.ends_with("target") => refuse(Reason::EnvOverride, "writes trace files"),
-        "alias" if sub || !var.is_empty() => {
-            if value.is_some_and(|v| v.trim_start().starts_with('!')) {
-                refuse(Reason::AliasShell, "shell alias")
-            } else {
-                Ok(())
-            }
+        // ext:: runs a command; protocol.allow is the default for ext as well.
+        ("protocol", None | Some("ext"), "allow") if value.is_none_or(|v| v.trim() != "never") => {
+            refuse("enables the ext:: transport, which runs a command")
+        }
+        ("filter", Some(_), _) => refuse("filter drivers run commands"),
+        ("merge", Some(_), "driver") => refuse("runs a merge program"),
+        ("gpg", _, "program") | ("gpg", Some("ssh"), "defaultkeycommand") => {
+            refuse("runs a signing program")
+        }
+        ("interactive", None, "difffilter") => refuse("runs a command"),
+        ("difftool" | "mergetool" | "browser" | "man" | "guitool", Some(_), "cmd" | "path") => {
+            refuse("runs a command")
+        }
+        ("sendemail", _, _) => refuse("send-email settings run commands"),
+        ("imap", None, "tunnel") => refuse("runs a tunnel command"),
+        ("submodule", Some(_), "update") if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
+            refuse("update=!command runs a command")
+        }
+        ("init", None, "templatedir") => Err(Refusal::new(
+            Reason::ConfigKey,
+            format!("{source}: {key} (copies hooks into new repositories)"),
+        )
+        .with_hint("remove init.templateDir: new repositories get git's own templates")),
+        ("hook", Some(_), _) => Err(Refusal::new(
+            Reason::HookBypass,
+            format!("{source}: {key} (config-based hooks run commands and replace repository hooks)"),
+        )
+        .with_hint("put the hook in .git/hooks instead")),
+        ("tar", Some(_), "command") => refuse("runs an archive filter"),
+        ("alias", _, _) if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
+            Err(Refusal::new(Reason::AliasShell, format!("{source}: {key} (shell alias)")))
         }
         _ => Ok(()),
     }
+}
+
+/// Remote helpers git ships itself (`git-remote-<name>` in its exec-path): the curl helpers
+/// and `fd`. `ext` is git's too, but it runs a command of the URL's choosing.
+pub const OWN_REMOTE_HELPERS: &[&str] = &["http", "https", "ftp", "ftps", "fd"];
+
+/// Credential helpers git ships itself (`git-credential-<name>`).
+const OWN_CREDENTIAL_HELPERS: &[&str] = &["store", "cache"];
+
+fn is_git_bool(value: Option<&str>) -> bool {
+    match value {
+        None => true,
+        Some(v) => {
+            let v = v.trim();
+            is_git_false(Some(v))
+                || ["true", "yes", "on", "1"]
+                    .iter()
+                    .any(|t| v.eq_ignore_ascii_case(t))
+        }
+    }
+}
+
+/// An empty helper resets the list; a bare `store`/`cache` (with options) is git's own.
+fn own_credential_helper(v: &str) -> bool {
+    let v = v.trim();
+    v.is_empty()
+        || v.split_ascii_whitespace()
+            .next()
+            .is_some_and(|w| OWN_CREDENTIAL_HELPERS.contains(&w))
+}
+
+fn transport_refusal(source: &str, key: &str, url: &str) -> Refusal {
+    Refusal::new(
+        Reason::TransportHelper,
+        format!("{source}: {key} = {url} (a remote helper that is not git's own runs from PATH)"),
+    )
+}
+
+/// git's `is_urlschemechar`.
+fn scheme_char(first: bool, c: u8) -> bool {
+    c.is_ascii_alphanumeric() || (!first && matches!(c, b'+' | b'-' | b'.'))
+}
+
+/// The remote helper git would start for `url` (transport.c `transport_get`): `<name>` of
+/// `<name>::<address>`, or the scheme of a `<scheme>://` URL git does not handle itself.
+/// `None` for git's built-in transports (paths, `file://`, `git://`, `ssh://`, scp-style).
+pub fn transport_helper(url: &str) -> Option<&str> {
+    let b = url.as_bytes();
+    let mut i = 0;
+    while i < b.len() && scheme_char(i == 0, b[i]) {
+        i += 1;
+    }
+    if i > 0 && b[i..].starts_with(b"::") {
+        return Some(&url[..i]);
+    }
+    // is_url: a scheme of scheme characters, then "://".
+    if i > 0 && b[i..].starts_with(b"://") {
+        let scheme = &url[..i];
+        if !matches!(scheme, "file" | "git" | "ssh" | "git+ssh" | "ssh+git") {
+            return Some(scheme);
+        }
+    }
+    None
+}
+
+/// The helper of `url` when it is not one of git's own.
+pub fn foreign_helper(url: &str) -> Option<&str> {
+    transport_helper(url).filter(|h| !OWN_REMOTE_HELPERS.contains(h))
+}
+
+/// `url.<base>.insteadOf`: git replaces a matching prefix by `<base>`, so the rewritten URL's
+/// transport is decided by `<base>` only when `<base>` already fixes its scheme: it starts with
+/// a character no scheme starts with (a path), or its scheme characters end inside it at
+/// something other than the start of `::`/`://` (`ex` could become `ext::...`, `ext:` too).
+fn rewrite_base_is_safe(base: &str) -> bool {
+    let b = base.as_bytes();
+    let mut i = 0;
+    while i < b.len() && scheme_char(i == 0, b[i]) {
+        i += 1;
+    }
+    let rest = &base[i..];
+    let fixed = i == 0 || !(rest.is_empty() || rest == ":" || rest == ":/");
+    fixed && foreign_helper(base).is_none()
 }
 
 /// Error from the parsers in this module: the text git would print, roughly.
@@ -515,22 +626,28 @@ mod tests {
     #[test]
     fn key_classifier_table() {
         let refused: &[(&str, Option<&str>)] = &[
-            ("core.askpass", Some("x")),
-            ("core.editor", Some("x")),
             ("core.fsmonitor", Some("/tmp/x")),
-            ("core.fsmonitor", None),
+            ("core.fsmonitor", Some("touch pwned")),
             ("core.hooksPath", Some("/dev/null")),
             ("CORE.HOOKSPATH", Some("x")),
-            ("core.pager", Some("x")),
             ("core.sshCommand", Some("x")),
-            ("core.worktree", Some("x")),
             ("credential.helper", Some("x")),
+            ("credential.helper", Some("/usr/bin/gh auth git-credential")),
+            ("credential.helper", Some("!gh auth git-credential")),
             ("credential.https://h.helper", Some("!x")),
             ("diff.external", Some("x")),
             ("include.path", Some("x")),
             ("includeIf.gitdir:/x.path", Some("x")),
-            ("pager.log", Some("x")),
             ("sequence.editor", Some("x")),
+            ("imap.tunnel", Some("x")),
+            ("IMAP.Tunnel", Some("x")),
+            ("remote.origin.url", Some("evil::x")),
+            ("remote.origin.url", Some("ext::sh -c x")),
+            ("remote.origin.pushurl", Some("foo://x")),
+            ("submodule.x.url", Some("evil::x")),
+            ("url.ex.insteadOf", Some("https://")),
+            ("url.ext:.insteadOf", Some("/")),
+            ("url.evil://.insteadOf", Some("https://")),
             ("core.gitProxy", Some("x")),
             ("core.alternateRefsCommand", Some("x")),
             ("uploadpack.packObjectsHook", Some("x")),
@@ -538,6 +655,8 @@ mod tests {
             ("remote.origin.receivepack", Some("x")),
             ("remote.origin.vcs", Some("x")),
             ("protocol.ext.allow", Some("always")),
+            ("protocol.ext.allow", Some("user")),
+            ("protocol.ext.allow", None),
             ("protocol.allow", Some("always")),
             ("url.ext::sh -c x.insteadOf", Some("https://")),
             ("filter.lfs.clean", Some("x")),
@@ -577,6 +696,33 @@ mod tests {
             ("core.fsmonitor", Some("")),
             ("core.autocrlf", Some("true")),
             ("submodule.x.update", Some("rebase")),
+            // Neutralised by GIT_EDITOR=:, GIT_PAGER=cat, GIT_ASKPASS= (empty).
+            ("core.askpass", Some("x")),
+            ("core.editor", Some("vim")),
+            ("core.pager", Some("less -R")),
+            ("pager.log", Some("x")),
+            ("pager.branch", Some("false")),
+            // Not command-running.
+            ("core.worktree", Some("x")),
+            ("core.fsmonitor", None),
+            ("core.fsmonitor", Some("true")),
+            ("protocol.file.allow", Some("always")),
+            ("protocol.allow", Some("never")),
+            ("protocol.ext.allow", Some("never")),
+            ("credential.helper", Some("")),
+            ("credential.helper", Some("store")),
+            ("credential.helper", Some("cache --timeout=3600")),
+            ("remote.origin.url", Some("git@github.com:o/r.git")),
+            ("remote.origin.url", Some("ssh://h/r")),
+            ("remote.origin.url", Some("/srv/r.git")),
+            ("remote.origin.url", Some("../r")),
+            ("remote.origin.url", Some("file:///srv/r")),
+            ("remote.origin.pushurl", Some("https://h/r")),
+            ("remote.origin.vcs", Some("https")),
+            ("url.git@github.com:.insteadOf", Some("https://github.com/")),
+            ("url.https://github.com/.insteadOf", Some("gh:")),
+            ("url./srv/mirror/.insteadOf", Some("https://h/")),
+            ("trace2.eventTarget", Some("/tmp/t")),
             ("alias.co", Some("checkout")),
             ("remote.origin.url", Some("https://example.invalid/x")),
             ("color.ui", Some("auto")),

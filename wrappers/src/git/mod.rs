@@ -2,6 +2,7 @@
 //! per-subcommand options, checked the way git itself reads them.
 
 pub mod config;
+pub mod files;
 pub mod options;
 pub mod repo;
 pub mod shim;
@@ -15,38 +16,49 @@ use crate::refusal::{Reason, Refusal};
 use config::{classify_key, ConfigEntry};
 use options::{ArgKind, Danger};
 
-/// Reads the file-based config (repository, worktree, includes) the real git would see.
-/// Injectable so the decision can be tested and explained without a real git.
-pub trait ConfigReader {
-    /// `global_args` are the repository-selecting global options of the invocation (`-C`,
-    /// `--git-dir`, `--work-tree`, `--bare`), `cwd` the directory git starts in.
-    fn read_config(&self, cwd: &Path, global_args: &[OsString])
-        -> Result<Vec<ConfigEntry>, String>;
+/// Which repository an invocation selects: the working directory git starts in (after `-C`),
+/// and the git and common directories when options or variables name them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoSelection {
+    pub cwd: PathBuf,
+    pub git_dir: Option<PathBuf>,
+    pub common_dir: Option<PathBuf>,
 }
 
-/// A fixed config, for tests and for `execguard check` with a given config.
+/// Reads the file-based config (global, repository, worktree, includes) git would see.
+/// Injectable so the decision can be tested and explained without touching files.
+pub trait ConfigReader {
+    fn read_config(&self, repo: &RepoSelection) -> Result<Vec<ConfigEntry>, String>;
+}
+
+/// A fixed config, for tests and benchmarks.
 #[derive(Debug, Default, Clone)]
 pub struct StaticConfig(pub Vec<ConfigEntry>);
 
 impl ConfigReader for StaticConfig {
-    fn read_config(&self, _: &Path, _: &[OsString]) -> Result<Vec<ConfigEntry>, String> {
+    fn read_config(&self, _: &RepoSelection) -> Result<Vec<ConfigEntry>, String> {
         Ok(self.0.clone())
     }
 }
 
-/// Which `GIT_EXEC_PATH` values are acceptable: see [`shim::validate_shim`].
+/// Which `GIT_EXEC_PATH` values are acceptable: see [`shim::validate_exec_path`].
 #[derive(Debug, Default, Clone)]
 pub struct ShimRule {
     /// The wrapper's real file; the shim's `git` must be it.
     pub wrapper: Option<PathBuf>,
     /// Directories the shim's other entries may link into (the real git-core directories).
     pub real_exec_dirs: Vec<PathBuf>,
+    /// The real gits of the policy (`[[runtime]]` files named `git`).
+    pub real_gits: Vec<PathBuf>,
 }
 
 /// Everything the decision needs besides the invocation itself.
 pub struct GitContext<'a> {
     pub reader: &'a dyn ConfigReader,
     pub shim: ShimRule,
+    /// The caller is the real git itself (git's own child, e.g. the sequencer's `commit -n`
+    /// on `rebase --continue`): its hook options are git's, not a bypass.
+    pub internal_child: bool,
 }
 
 /// What the wrapper will run: the real git's arguments (aliases already expanded, so git
@@ -60,42 +72,33 @@ pub struct GitPlan {
     pub config_env_vars: Vec<String>,
 }
 
-/// Variables that hand git's control plane to the caller. Always refused.
-const BLOCKED_ENV: &[&str] = &[
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG",
-    "GIT_PAGER",
-    "PAGER",
-    "EDITOR",
-    "VISUAL",
-    "GIT_SEQUENCE_EDITOR",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_SSH_VARIANT",
-    "GIT_PROXY_COMMAND",
-    "GIT_TEMPLATE_DIR",
-    "GIT_ALLOW_PROTOCOL",
-    "LESSOPEN",
-    "LESSCLOSE",
-    "GIT_SHALLOW_FILE",
+/// Variables that make git run a program of the caller's choosing (rule 1), each with how to
+/// do without it. Pager, editor and askpass variables are neutralised instead (`env.rs`).
+const BLOCKED_ENV: &[(&str, &str)] = &[
+    (
+        "GIT_EXTERNAL_DIFF",
+        "unset it: `git diff` prints git's own diff",
+    ),
+    (
+        "GIT_SSH",
+        "unset it and put ssh options in ~/.ssh/config: git runs ssh itself",
+    ),
+    (
+        "GIT_SSH_COMMAND",
+        "unset it and put ssh options in ~/.ssh/config: git runs ssh itself",
+    ),
+    (
+        "GIT_PROXY_COMMAND",
+        "unset it: use https_proxy, or ProxyJump in ~/.ssh/config",
+    ),
+    (
+        "GIT_TEMPLATE_DIR",
+        "unset it: new repositories get git's own templates",
+    ),
 ];
-
-/// Value the wrapper forces for `GIT_CONFIG_GLOBAL`.
-pub const FORCED_CONFIG_GLOBAL: &str = "/dev/null";
 
 fn lossy(s: &OsStr) -> String {
     s.to_string_lossy().into_owned()
-}
-
-/// `GIT_TRACE*` values that only write to stderr (or disable tracing).
-fn trace_value_is_harmless(v: &str) -> bool {
-    matches!(
-        v.to_ascii_lowercase().as_str(),
-        "" | "0" | "1" | "2" | "false" | "true" | "no" | "yes" | "off" | "on"
-    )
 }
 
 struct Ctx<'c, 'a> {
@@ -104,12 +107,31 @@ struct Ctx<'c, 'a> {
     cwd: PathBuf,
     /// Config from -c, --config-env, GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT.
     cmdline_config: Vec<ConfigEntry>,
-    /// Global options that select the repository, passed to the config reader.
-    repo_args: Vec<OsString>,
     git_dir: Option<PathBuf>,
-    work_tree: Option<PathBuf>,
     config_env_vars: Vec<String>,
 }
+
+/// Subcommands that may talk to a remote, and so may run a credential helper.
+/// Subcommands that may talk to a remote, and so may run a credential helper or a remote
+/// helper named by a URL.
+const TRANSPORT_COMMANDS: &[&str] = &[
+    "clone",
+    "fetch",
+    "pull",
+    "push",
+    "ls-remote",
+    "remote",
+    "submodule",
+    "archive",
+    "fetch-pack",
+    "send-pack",
+    "credential",
+    "bundle",
+];
+
+/// Subcommands that run inside the repository named by their first argument: git starts
+/// them there for local transports (`git push ../other`), so that repository's config counts.
+const SERVE_COMMANDS: &[&str] = &["receive-pack", "upload-pack", "upload-archive"];
 
 /// Check a git invocation without running anything. `args` excludes argv[0].
 pub fn check_git_with(
@@ -124,15 +146,12 @@ pub fn check_git_with(
         ctx,
         cwd: cwd.to_path_buf(),
         cmdline_config: Vec::new(),
-        repo_args: Vec::new(),
         git_dir: None,
-        work_tree: None,
         config_env_vars: Vec::new(),
     };
     c.check_env_config()?;
     let (rest_at, globals) = c.parse_globals(args)?;
     c.check_env()?;
-    c.check_repository()?;
     let Some(sub) = args.get(rest_at) else {
         return Ok(GitPlan {
             args: args.to_vec(),
@@ -140,17 +159,12 @@ pub fn check_git_with(
             config_env_vars: c.config_env_vars,
         });
     };
+    let selection = c.selection();
     let file_config = ctx
         .reader
-        .read_config(&c.cwd, &c.repo_args)
+        .read_config(&selection)
         .map_err(|e| Refusal::new(Reason::ConfigUnreadable, e))?;
-    for e in &file_config {
-        let lower = e.key.to_ascii_lowercase();
-        if lower.starts_with("alias.") || lower == "core.worktree" {
-            continue; // aliases are checked where used; git writes core.worktree itself
-        }
-        classify_key(&e.key, e.value.as_deref(), "repository config")?;
-    }
+    check_file_config(&file_config)?;
     let mut words: Vec<OsString> = args[rest_at..].to_vec();
     let mut seen = HashSet::new();
     let mut sub_name = lossy(sub);
@@ -193,7 +207,27 @@ pub fn check_git_with(
         words = new_words;
         sub_name = lossy(&words[0]);
     }
-    check_subcommand(&sub_name, &words[1..])?;
+    let positionals = check_subcommand(&sub_name, &words[1..], ctx.internal_child)?;
+    if TRANSPORT_COMMANDS.contains(&sub_name.as_str()) {
+        check_credential_helpers(file_config.iter().chain(&c.cmdline_config))?;
+    }
+    if SERVE_COMMANDS.contains(&sub_name.as_str()) {
+        if let Some(dir) = positionals.first() {
+            let target = RepoSelection {
+                cwd: c.cwd.join(dir),
+                git_dir: None,
+                common_dir: None,
+            };
+            let target_config = ctx
+                .reader
+                .read_config(&target)
+                .map_err(|e| Refusal::new(Reason::ConfigUnreadable, e))?;
+            check_file_config(&target_config)?;
+        }
+    }
+    if let Some(todo) = sequencer_resumes(&sub_name, &words[1..]) {
+        c.check_todo(todo)?;
+    }
     let mut out = globals;
     out.extend(words);
     Ok(GitPlan {
@@ -203,7 +237,112 @@ pub fn check_git_with(
     })
 }
 
+/// Config files: every key through the classifier, except aliases (checked where used), the
+/// include keys (their files were read and are in the list) and credential helpers (checked
+/// as a list, for the commands that may use them).
+fn check_file_config(entries: &[ConfigEntry]) -> Result<(), Refusal> {
+    for e in entries {
+        let lower = e.key.to_ascii_lowercase();
+        let include = lower == "include.path"
+            || (lower.starts_with("includeif.") && lower.ends_with(".path"));
+        if lower.starts_with("alias.") || include || is_credential_helper(&lower) {
+            continue;
+        }
+        let origin = e.origin.as_deref().unwrap_or("config");
+        classify_key(&e.key, e.value.as_deref(), origin)?;
+    }
+    Ok(())
+}
+
+fn is_credential_helper(lower_key: &str) -> bool {
+    lower_key.starts_with("credential.") && lower_key.ends_with(".helper")
+}
+
+/// git collects credential helpers in config order; an empty value clears the list so far
+/// (so `git -c credential.helper= push` asks on the terminal). What is left must be git's own.
+fn check_credential_helpers<'e>(
+    entries: impl Iterator<Item = &'e ConfigEntry>,
+) -> Result<(), Refusal> {
+    let mut helpers: Vec<&ConfigEntry> = Vec::new();
+    for e in entries {
+        if !is_credential_helper(&e.key.to_ascii_lowercase()) {
+            continue;
+        }
+        match e.value.as_deref().map(str::trim) {
+            Some("") => helpers.clear(),
+            _ => helpers.push(e),
+        }
+    }
+    for e in helpers {
+        let origin = e.origin.as_deref().unwrap_or("command line");
+        classify_key(&e.key, e.value.as_deref(), origin)?;
+    }
+    Ok(())
+}
+
+/// `rebase --continue/--skip/--edit-todo` and `cherry-pick`/`revert --continue` run the todo
+/// list left in the git dir: the path of that list, relative to the git dir.
+fn sequencer_resumes(sub: &str, args: &[OsString]) -> Option<&'static str> {
+    let has = |names: &[&str]| {
+        args.iter()
+            .any(|a| a.to_str().is_some_and(|a| names.contains(&a)))
+    };
+    match sub {
+        "rebase" if has(&["--continue", "--skip", "--edit-todo"]) => {
+            Some("rebase-merge/git-rebase-todo")
+        }
+        "cherry-pick" | "revert" if has(&["--continue", "--skip"]) => Some("sequencer/todo"),
+        _ => None,
+    }
+}
+
+/// A todo line that runs a command: `exec`/`x` (git's `parse_insn_line`).
+fn todo_exec_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim_start).find(|l| {
+        let word = l.split([' ', '\t']).next().unwrap_or("");
+        word == "exec" || word == "x"
+    })
+}
+
 impl Ctx<'_, '_> {
+    fn selection(&self) -> RepoSelection {
+        let env_dir = |n: &str| self.env.get(n).map(|v| self.cwd.join(v));
+        RepoSelection {
+            cwd: self.cwd.clone(),
+            git_dir: self.git_dir.clone().or_else(|| env_dir("GIT_DIR")),
+            common_dir: env_dir("GIT_COMMON_DIR"),
+        }
+    }
+
+    /// The todo list git would resume, in the selected git dir.
+    fn check_todo(&self, todo: &str) -> Result<(), Refusal> {
+        let sel = self.selection();
+        let Some(git_dir) = sel
+            .git_dir
+            .or_else(|| repo::discover(&sel.cwd).map(|d| d.git_dir))
+        else {
+            return Ok(());
+        };
+        let path = git_dir.join(todo);
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(Refusal::new(
+                    Reason::ConfigUnreadable,
+                    format!("{}: {e}", path.display()),
+                ))
+            }
+        };
+        match todo_exec_line(&String::from_utf8_lossy(&text)) {
+            Some(line) => Err(Refusal::new(
+                Reason::TodoExec,
+                format!("{} runs a command: {line}", path.display()),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn lookup_alias(&self, name: &str, file_config: &[ConfigEntry]) -> Option<String> {
         let want = format!("alias.{}", name.to_ascii_lowercase());
         let find = |entries: &[ConfigEntry]| {
@@ -217,7 +356,10 @@ impl Ctx<'_, '_> {
     }
 
     fn push_config(&mut self, entry: ConfigEntry, source: &str) -> Result<(), Refusal> {
-        classify_key(&entry.key, entry.value.as_deref(), source)?;
+        // Credential helpers are judged as the list git builds (an empty one clears it).
+        if !is_credential_helper(&entry.key.to_ascii_lowercase()) {
+            classify_key(&entry.key, entry.value.as_deref(), source)?;
+        }
         self.cmdline_config.push(entry);
         Ok(())
     }
@@ -277,25 +419,20 @@ impl Ctx<'_, '_> {
                 | "--no-lazy-fetch"
                 | "--no-advice" => {}
                 "-h" | "--help" | "-v" | "--version" => break,
-                "--bare" => {
-                    self.git_dir = Some(self.cwd.clone());
-                    self.repo_args.push(args[i].clone());
-                }
-                "--git-dir" | "--work-tree" => {
+                "--bare" => self.git_dir = Some(self.cwd.clone()),
+                "--git-dir" => {
                     let Some(v) = next else { break };
-                    self.set_repo_option(&a, v);
-                    self.repo_args.push(args[i].clone());
-                    self.repo_args.push(v.clone());
+                    self.git_dir = Some(self.cwd.join(v));
                     take_next = true;
                 }
-                "--namespace" | "--shallow-file" | "--attr-source" => take_next = true,
+                "--work-tree" | "--namespace" | "--shallow-file" | "--attr-source" => {
+                    take_next = true
+                }
                 "-C" => {
                     let Some(v) = next else { break };
                     if !v.is_empty() {
                         self.cwd = self.cwd.join(v);
                     }
-                    self.repo_args.push(args[i].clone());
-                    self.repo_args.push(v.clone());
                     take_next = true;
                 }
                 "-c" => {
@@ -313,14 +450,10 @@ impl Ctx<'_, '_> {
                 _ => {
                     if let Some(v) = a.strip_prefix("--config-env=") {
                         self.config_env(v)?;
-                    } else if let Some(v) = a
-                        .strip_prefix("--git-dir=")
-                        .map(|v| ("--git-dir", v))
-                        .or_else(|| a.strip_prefix("--work-tree=").map(|v| ("--work-tree", v)))
-                    {
-                        self.set_repo_option(v.0, OsStr::new(v.1));
-                        self.repo_args.push(args[i].clone());
-                    } else if a.starts_with("--namespace=")
+                    } else if let Some(v) = a.strip_prefix("--git-dir=") {
+                        self.git_dir = Some(self.cwd.join(v));
+                    } else if a.starts_with("--work-tree=")
+                        || a.starts_with("--namespace=")
                         || a.starts_with("--super-prefix=")
                         || a.starts_with("--list-cmds=")
                         || a.starts_with("--attr-source=")
@@ -345,15 +478,6 @@ impl Ctx<'_, '_> {
         Ok((i, out))
     }
 
-    fn set_repo_option(&mut self, opt: &str, v: &OsStr) {
-        let p = self.cwd.join(v);
-        if opt == "--git-dir" {
-            self.git_dir = Some(p);
-        } else {
-            self.work_tree = Some(p);
-        }
-    }
-
     /// `--config-env=<key>=<VAR>`: the config value is VAR's value; that is what we check.
     fn config_env(&mut self, spec: &str) -> Result<(), Refusal> {
         let (key, var) = config::parse_config_env_spec(spec)
@@ -374,125 +498,49 @@ impl Ctx<'_, '_> {
         for (name, value) in self.env.iter() {
             let name = lossy(name);
             let v = lossy(value);
-            if BLOCKED_ENV.contains(&name.as_str()) {
-                return Err(Refusal::new(Reason::EnvOverride, format!("{name} is set")));
-            }
-            if name.starts_with("GIT_TRACE")
-                && !name.ends_with("_PARENT_SID")
-                && !name.ends_with("_PARENT_NAME")
-                && !trace_value_is_harmless(&v)
-            {
+            if let Some((_, hint)) = BLOCKED_ENV.iter().find(|(n, _)| *n == name) {
                 return Err(Refusal::new(
                     Reason::EnvOverride,
-                    format!("{name}={v} writes trace output to a file or socket"),
-                ));
+                    format!("{name} is set (git would run it)"),
+                )
+                .with_hint(*hint));
             }
             match name.as_str() {
-                "GIT_CONFIG_GLOBAL" if v != FORCED_CONFIG_GLOBAL => {
+                "GIT_SEQUENCE_EDITOR" if v != ":" => {
                     return Err(Refusal::new(
                         Reason::EnvOverride,
-                        format!("GIT_CONFIG_GLOBAL={v} (only {FORCED_CONFIG_GLOBAL})"),
-                    ));
+                        format!("GIT_SEQUENCE_EDITOR={v} (a program that rewrites the rebase todo list; neutralising it would change the rebase)"),
+                    )
+                    .with_hint("unset it: `git rebase -i` keeps git's own todo list (GIT_EDITOR=:); to drop or reorder commits use `git rebase --onto` or `git cherry-pick`"));
+                }
+                // The wrapper forces GIT_CONFIG_NOSYSTEM=1: a system config would be ignored,
+                // which would silently change what the caller asked for.
+                "GIT_CONFIG_SYSTEM" => {
+                    return Err(Refusal::new(
+                        Reason::EnvOverride,
+                        format!("GIT_CONFIG_SYSTEM={v} (the system config is not read under the wrapper)"),
+                    )
+                    .with_hint("unset it, or name the file with GIT_CONFIG_GLOBAL (read and checked)"));
                 }
                 "GIT_CONFIG_NOSYSTEM" if v != "1" => {
                     return Err(Refusal::new(
                         Reason::EnvOverride,
-                        format!("GIT_CONFIG_NOSYSTEM={v} (only 1)"),
+                        format!("GIT_CONFIG_NOSYSTEM={v} (the system config is not read under the wrapper)"),
+                    )
+                    .with_hint("unset it"));
+                }
+                "GIT_ALLOW_PROTOCOL" if v.split(':').any(|p| p == "ext") => {
+                    return Err(Refusal::new(
+                        Reason::TransportHelper,
+                        format!("GIT_ALLOW_PROTOCOL={v} enables the ext:: transport, which runs a command"),
                     ));
                 }
-                "GIT_EDITOR" if v != ":" => {
-                    return Err(Refusal::new(Reason::EnvOverride, "GIT_EDITOR is set"));
-                }
                 "GIT_EXEC_PATH" => {
-                    shim::validate_shim(Path::new(value), &self.ctx.shim).map_err(|e| {
+                    shim::validate_exec_path(Path::new(value), &self.ctx.shim).map_err(|e| {
                         Refusal::new(Reason::ExecPath, format!("GIT_EXEC_PATH={v}: {e}"))
                     })?;
                 }
                 _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Repository-selecting options and variables are accepted only when they name what git
-    /// would discover from the (effective) working directory anyway.
-    fn check_repository(&self) -> Result<(), Refusal> {
-        let env_dir = |n: &str| self.env.get(n).map(|v| self.cwd.join(v));
-        let git_dir = self.git_dir.clone().or_else(|| env_dir("GIT_DIR"));
-        let work_tree = self.work_tree.clone().or_else(|| env_dir("GIT_WORK_TREE"));
-        let index = env_dir("GIT_INDEX_FILE");
-        let common = env_dir("GIT_COMMON_DIR");
-        let objects: Vec<PathBuf> = ["GIT_OBJECT_DIRECTORY", "GIT_QUARANTINE_PATH"]
-            .iter()
-            .filter_map(|n| env_dir(n))
-            .chain(
-                self.env
-                    .get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
-                    .map(|v| {
-                        std::env::split_paths(v)
-                            .map(|p| self.cwd.join(p))
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default(),
-            )
-            .collect();
-        if git_dir.is_none()
-            && work_tree.is_none()
-            && index.is_none()
-            && common.is_none()
-            && objects.is_empty()
-        {
-            return Ok(());
-        }
-        let found = repo::discover(&self.cwd);
-        let refuse = |what: &str, p: &Path| {
-            Err(Refusal::new(
-                Reason::RepositoryOverride,
-                format!(
-                    "{what}={} is not the repository of {}",
-                    p.display(),
-                    self.cwd.display()
-                ),
-            ))
-        };
-        let same = |a: &Path, b: &Path| repo::resolve(&self.cwd, a).as_deref() == Some(b);
-        let Some(found) = found else {
-            let p = git_dir
-                .or(work_tree)
-                .or(index)
-                .or(common)
-                .unwrap_or_default();
-            return refuse("repository override", &p);
-        };
-        if let Some(p) = &git_dir {
-            if !same(p, &found.git_dir) {
-                return refuse("git dir", p);
-            }
-        }
-        if let Some(p) = &work_tree {
-            match &found.work_tree {
-                Some(w) if same(p, w) => {}
-                _ => return refuse("work tree", p),
-            }
-        }
-        if let Some(p) = &index {
-            let parent_ok = repo::resolve(&self.cwd, p)
-                .and_then(|r| r.parent().map(Path::to_path_buf))
-                .is_some_and(|d| d == found.git_dir);
-            if !parent_ok {
-                return refuse("GIT_INDEX_FILE", p);
-            }
-        }
-        if let Some(p) = &common {
-            if !same(p, &found.common_dir) {
-                return refuse("GIT_COMMON_DIR", p);
-            }
-        }
-        let objects_root = found.common_dir.join("objects");
-        for p in &objects {
-            let ok = repo::resolve(&self.cwd, p).is_some_and(|r| r.starts_with(&objects_root));
-            if !ok {
-                return refuse("object directory", p);
             }
         }
         Ok(())
@@ -510,29 +558,37 @@ fn refuse_danger(d: &Danger, sub: &str, spelled: &str) -> Refusal {
     Refusal::new(d.reason, format!("git {sub} {spelled}: {}", d.what))
 }
 
-const TRANSPORT_COMMANDS: &[&str] = &[
-    "clone",
-    "fetch",
-    "pull",
-    "push",
-    "ls-remote",
-    "remote",
-    "submodule",
-    "archive",
-    "fetch-pack",
-    "send-pack",
-];
-
 /// Per-subcommand options, as the subcommand's parse-options would read them.
-pub fn check_subcommand(sub: &str, args: &[OsString]) -> Result<(), Refusal> {
+/// Returns the positional arguments. `internal_child`: git itself started this git, so its
+/// hook options are git's own (the sequencer commits with `-n`), not a bypass.
+pub fn check_subcommand(
+    sub: &str,
+    args: &[OsString],
+    internal_child: bool,
+) -> Result<Vec<String>, Refusal> {
     match sub {
-        "filter-branch" | "instaweb" => {
+        "filter-branch" => {
             return Err(Refusal::new(
                 Reason::CommandSubcommand,
-                format!("git {sub} runs arbitrary commands"),
-            ))
+                "git filter-branch runs its filters as shell commands",
+            )
+            .with_hint("rewrite history with `git rebase` (no --exec), or outside the session"))
         }
-        "config" => return check_config_command(args),
+        "instaweb" => {
+            return Err(Refusal::new(
+                Reason::CommandSubcommand,
+                "git instaweb starts a web server and a browser",
+            )
+            .with_hint("browse the history with `git log`, or outside the session"))
+        }
+        "remote-ext" => {
+            return Err(Refusal::new(
+                Reason::CommandSubcommand,
+                "git remote-ext runs the command it is given",
+            )
+            .with_hint("use a URL git handles itself (https://, ssh://, a path)"))
+        }
+        "config" => return check_config_command(args).map(|()| Vec::new()),
         _ => {}
     }
     let spec = options::find_subcommand(sub);
@@ -559,6 +615,9 @@ pub fn check_subcommand(sub: &str, args: &[OsString]) -> Result<(), Refusal> {
                 i += 1;
             }
             for d in dangers {
+                if internal_child && d.reason == Reason::HookBypass {
+                    continue;
+                }
                 if let Some(l) = d.long {
                     if options::long_selects(spec, name, l) {
                         let hit = match (d.value_is_dangerous, &value) {
@@ -572,13 +631,18 @@ pub fn check_subcommand(sub: &str, args: &[OsString]) -> Result<(), Refusal> {
                     }
                 }
             }
-            if sub == "clone" {
-                if let Some(options::LongMatch::Exact(o) | options::LongMatch::Abbrev(o)) = kind {
-                    if o.name == "config" {
-                        if let Some(v) = &value {
-                            check_config_spec(v, "clone --config")?;
+            if let Some(options::LongMatch::Exact(o) | options::LongMatch::Abbrev(o)) = kind {
+                match (sub, o.name, &value) {
+                    ("clone", "config", Some(v)) => check_config_spec(v, "clone --config")?,
+                    ("archive", "remote", Some(v)) => {
+                        if let Some(h) = config::foreign_helper(v) {
+                            return Err(Refusal::new(
+                                Reason::TransportHelper,
+                                format!("git archive {a}: the URL runs the remote helper git-remote-{h}, which is not git's own"),
+                            ));
                         }
                     }
+                    _ => {}
                 }
             }
             continue;
@@ -589,7 +653,10 @@ pub fn check_subcommand(sub: &str, args: &[OsString]) -> Result<(), Refusal> {
             let mut j = 0;
             while j < letters.len() {
                 let l = letters[j];
-                if let Some(d) = dangers.iter().find(|d| d.short == Some(l)) {
+                let hit = dangers.iter().find(|d| {
+                    d.short == Some(l) && !(internal_child && d.reason == Reason::HookBypass)
+                });
+                if let Some(d) = hit {
                     return Err(refuse_danger(d, sub, &a));
                 }
                 let kind = options::short_arg(spec, l);
@@ -618,10 +685,13 @@ pub fn check_subcommand(sub: &str, args: &[OsString]) -> Result<(), Refusal> {
         positionals.push(a);
     }
     if TRANSPORT_COMMANDS.contains(&sub) {
-        if let Some(p) = positionals.iter().find(|p| p.starts_with("ext::")) {
+        if let Some((p, h)) = positionals
+            .iter()
+            .find_map(|p| config::foreign_helper(p).map(|h| (p, h)))
+        {
             return Err(Refusal::new(
-                Reason::ExtTransport,
-                format!("git {sub} {p}: the ext:: transport runs a command"),
+                Reason::TransportHelper,
+                format!("git {sub} {p}: the URL runs the remote helper git-remote-{h}, which is not git's own"),
             ));
         }
     }
@@ -629,12 +699,14 @@ pub fn check_subcommand(sub: &str, args: &[OsString]) -> Result<(), Refusal> {
         ("bisect", Some("run")) => Err(Refusal::new(
             Reason::CommandSubcommand,
             "git bisect run runs a command",
-        )),
+        )
+        .with_hint("bisect by hand: run the test yourself, then `git bisect good` or `git bisect bad`")),
         ("submodule", Some("foreach")) => Err(Refusal::new(
             Reason::CommandSubcommand,
             "git submodule foreach runs a command",
-        )),
-        _ => Ok(()),
+        )
+        .with_hint("run the command in each submodule directory yourself (`git submodule status` lists them)")),
+        _ => Ok(positionals),
     }
 }
 
@@ -705,7 +777,7 @@ fn check_config_command(args: &[OsString]) -> Result<(), Refusal> {
                 .map_err(|e| Refusal::new(Reason::ConfigMalformed, e.0))?;
             if let Some((sub, rest)) = words.split_first() {
                 let rest: Vec<OsString> = rest.iter().map(OsString::from).collect();
-                check_subcommand(sub, &rest)?;
+                check_subcommand(sub, &rest, false)?;
             }
         }
     }

@@ -1,6 +1,5 @@
-//! Repository discovery, so that `--git-dir`, `GIT_DIR`, `GIT_INDEX_FILE`, ... can be accepted
-//! exactly when they name what git would find by itself (as git itself exports them to hooks)
-//! and refused when they point anywhere else.
+//! Repository discovery as git does it, so that the wrapper reads the config (and the
+//! sequencer's todo list) of the repository git will use.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,8 +15,11 @@ pub struct Discovered {
     pub work_tree: Option<PathBuf>,
 }
 
+/// git's `is_git_directory`: `HEAD` here, `objects` and `refs` in the common dir (a linked
+/// worktree's git dir has neither of its own).
 fn is_git_dir(d: &Path) -> bool {
-    d.join("HEAD").is_file() && d.join("objects").is_dir() && d.join("refs").is_dir()
+    let common = common_dir_of(d);
+    d.join("HEAD").is_file() && common.join("objects").is_dir() && common.join("refs").is_dir()
 }
 
 fn read_gitfile(f: &Path) -> Option<PathBuf> {
@@ -32,7 +34,8 @@ fn read_gitfile(f: &Path) -> Option<PathBuf> {
     fs::canonicalize(p).ok()
 }
 
-fn common_dir_of(git_dir: &Path) -> PathBuf {
+/// The common dir of a git dir: its `commondir` file (a linked worktree), else itself.
+pub fn common_dir_of(git_dir: &Path) -> PathBuf {
     match fs::read_to_string(git_dir.join("commondir")) {
         Ok(s) => {
             let p = Path::new(s.trim());
@@ -84,15 +87,4 @@ pub fn discover(start: &Path) -> Option<Discovered> {
         dir = d.parent();
     }
     None
-}
-
-/// `path` relative to `cwd`, canonicalized; for a path that does not exist yet, its parent is
-/// canonicalized and the last component appended.
-pub fn resolve(cwd: &Path, path: &Path) -> Option<PathBuf> {
-    let p = cwd.join(path);
-    if let Ok(c) = fs::canonicalize(&p) {
-        return Some(c);
-    }
-    let parent = fs::canonicalize(p.parent()?).ok()?;
-    Some(parent.join(p.file_name()?))
 }

@@ -64,6 +64,46 @@ pub fn build_git_exec_path_shim(
     symlink(wrapper, dir.join("git"))
 }
 
+/// Where git's own exec-path lives when it is installed by a package or from source.
+const SYSTEM_EXEC_PATHS: &[&str] = &[
+    "/usr/lib/git-core",
+    "/usr/libexec/git-core",
+    "/usr/local/lib/git-core",
+    "/usr/local/libexec/git-core",
+];
+
+/// Accept `dir` as `GIT_EXEC_PATH` (git exports its exec-path to every child) when it is the
+/// session's shim ([`validate_shim`]) or git's own exec-path: a system git-core directory or
+/// the `git-core` directory of a protected git, owned by root and writable by nobody else, whose `git`
+/// is the wrapper or a protected git (the image installs the wrapper there).
+pub fn validate_exec_path(dir: &Path, rule: &ShimRule) -> Result<(), String> {
+    if own_exec_path(dir, rule) {
+        return Ok(());
+    }
+    validate_shim(dir, rule)
+}
+
+fn own_exec_path(dir: &Path, rule: &ShimRule) -> bool {
+    let Ok(canon) = fs::canonicalize(dir) else {
+        return false;
+    };
+    let known = canon.file_name() == Some(std::ffi::OsStr::new("git-core"))
+        && (SYSTEM_EXEC_PATHS.iter().any(|p| canon == Path::new(p))
+            || rule.real_exec_dirs.contains(&canon));
+    let Ok(meta) = fs::metadata(&canon) else {
+        return false;
+    };
+    if !known || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return false;
+    }
+    let Ok(git) = fs::metadata(canon.join("git")) else {
+        return false;
+    };
+    let same =
+        |p: &Path| fs::metadata(p).is_ok_and(|m| (m.dev(), m.ino()) == (git.dev(), git.ino()));
+    rule.wrapper.as_deref().is_some_and(same) || rule.real_gits.iter().any(|g| same(g))
+}
+
 /// Accept `dir` as `GIT_EXEC_PATH` only if it is such a shim: its `git` is the wrapper (same
 /// device and inode), and every other entry is a symlink to the wrapper or to the same name in
 /// one of the allowed real exec-path directories. Anything else could make git run a program of the
@@ -135,6 +175,7 @@ mod tests {
         let rule = ShimRule {
             wrapper: Some(wrapper.clone()),
             real_exec_dirs: vec![real.clone()],
+            real_gits: vec![],
         };
         assert_eq!(validate_shim(&shim, &rule), Ok(()));
         // A link to anything else outside the real exec-path is refused.

@@ -1,0 +1,95 @@
+//! Appending one audit record to the log named by the policy: every writer (the guard, the
+//! wrappers, the entrypoint, `execguard run`) goes through [`append_record`], so every record
+//! obeys the same rule ([`execguard_policy::audit::append_whole`]).
+
+use crate::{raw, with_c_path};
+use execguard_policy::audit::{
+    append_whole, format_record, AppendError, AppendLog, Decision, Record, RECORD_MAX,
+};
+use execguard_policy::sys::Errno;
+use execguard_policy::Profile;
+use libc::c_int;
+
+/// How the log is opened: appending, created `0600` by its first writer, never through a
+/// symlink, and without blocking (a FIFO with no reader fails with `ENXIO` instead of
+/// hanging the exec that is being audited).
+const FLAGS: c_int = libc::O_WRONLY
+    | libc::O_APPEND
+    | libc::O_CREAT
+    | libc::O_CLOEXEC
+    | libc::O_NOFOLLOW
+    | libc::O_NONBLOCK;
+
+struct Fd(c_int);
+
+impl AppendLog for Fd {
+    fn write(&mut self, bytes: &[u8]) -> Result<usize, Errno> {
+        raw::write(self.0, bytes)
+    }
+    fn offset(&mut self) -> Result<u64, Errno> {
+        raw::lseek(self.0, 0, libc::SEEK_CUR)
+    }
+    fn size(&mut self) -> Result<u64, Errno> {
+        raw::fstat(self.0).map(|st| st.st_size as u64)
+    }
+    fn truncate(&mut self, len: u64) -> Result<(), Errno> {
+        raw::ftruncate(self.0, len)
+    }
+}
+
+/// Opens the log at `path` as [`FLAGS`] says and checks it is a regular file.
+pub fn open_log(path: &[u8]) -> Result<c_int, Errno> {
+    // SAFETY: with_c_path passes a NUL-terminated copy of `path`.
+    let fd = with_c_path(path, |c| unsafe { raw::open(c, FLAGS, 0o600) })??;
+    match raw::fstat(fd) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => Ok(fd),
+        Ok(_) => {
+            raw::close(fd);
+            Err(libc::EINVAL)
+        }
+        Err(e) => {
+            raw::close(fd);
+            Err(e)
+        }
+    }
+}
+
+/// Appends `record` (one formatted line) to the log at `path`, whole or not at all.
+pub fn append_record(path: &[u8], record: &[u8]) -> Result<(), AppendError> {
+    let fd = open_log(path).map_err(AppendError::Failed)?;
+    let result = append_whole(&mut Fd(fd), record);
+    raw::close(fd);
+    result
+}
+
+/// A record of this process, now: the caller names the rest.
+pub fn stamp<'a>(
+    tool: &'a str,
+    entry: &'a str,
+    decision: Decision,
+    reason: &'a str,
+    profile: Option<Profile>,
+    path: &'a [u8],
+    target: &'a [u8],
+) -> Record<'a> {
+    let (sec, nsec) = raw::realtime();
+    Record {
+        time: (sec.max(0) as u64, nsec.max(0) as u32),
+        pid: raw::getpid(),
+        uid: raw::getuid(),
+        tool,
+        entry,
+        decision,
+        reason,
+        profile,
+        path,
+        target,
+    }
+}
+
+/// Formats `record` and appends it to the log at `log`, whole or not at all.
+pub fn append(log: &[u8], record: &Record<'_>) -> Result<(), AppendError> {
+    let mut buf = [0u8; RECORD_MAX];
+    let n = format_record(record, &mut buf);
+    append_record(log, &buf[..n])
+}

@@ -1,0 +1,268 @@
+//! `noexec` for mappings: Landlock checks execute only at `execve`, while the kernel refuses
+//! `mmap(PROT_EXEC)` of a file only on a `noexec` mount. So the session gets a private mount
+//! namespace in which every mount of the write set is bind-mounted onto itself `noexec,nosuid`
+//! (`nodev` too, outside `/dev`) and every exec dir read-only (exec still allowed).
+//!
+//! A non-root user makes the namespace inside a new user namespace that maps its uid and gid to
+//! themselves (so files keep their owners; `setgroups` is denied there, as the kernel requires
+//! for an unprivileged map). Root needs no user namespace. The mount namespace is a slave of
+//! the parent's: mounts made outside still appear, none made inside leak out. The seccomp
+//! filter then refuses every mount call, so the session cannot undo this.
+
+use crate::report::MountReport;
+use crate::{Partition, SealError};
+use serde::Serialize;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The namespace the session runs in.
+#[derive(Clone, Debug, Serialize)]
+pub struct Namespace {
+    /// `user+mount` (non-root) or `mount` (root).
+    pub kind: &'static str,
+    /// Mount points remounted `noexec`.
+    pub noexec: Vec<PathBuf>,
+    /// Exec dirs bind-mounted read-only.
+    pub read_only: Vec<PathBuf>,
+}
+
+/// One line of `/proc/self/mountinfo`.
+#[derive(Clone, Debug)]
+pub struct Mount {
+    pub point: PathBuf,
+    pub fstype: String,
+    /// The per-mount options (`rw,nosuid,noexec,...`).
+    pub options: String,
+}
+
+impl Mount {
+    pub fn noexec(&self) -> bool {
+        self.options.split(',').any(|o| o == "noexec")
+    }
+}
+
+/// The mounts of this process, in mount order (later ones shadow earlier ones).
+pub fn mountinfo() -> Vec<Mount> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            Some(Mount {
+                point: PathBuf::from(unescape(f.get(4)?)),
+                options: f.get(5)?.to_string(),
+                fstype: r.first()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
+}
+
+/// The mount `path` lies on (the deepest one that covers it; of several on one point, the
+/// last, which shadows the others).
+pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
+    mounts
+        .iter()
+        .filter(|m| path.starts_with(&m.point))
+        .max_by_key(|m| m.point.as_os_str().len())
+}
+
+/// Each write-set root's mount, and every mount beneath it, with `noexec` or not. Roots that
+/// do not exist are left out (they get no rule at all).
+pub fn report(partition: &Partition) -> Vec<MountReport> {
+    let mounts = mountinfo();
+    let mut out = Vec::new();
+    for root in &partition.write_set {
+        if !root.exists() {
+            continue;
+        }
+        let mut seen: Vec<&Path> = Vec::new();
+        let covering = mount_of(&mounts, root);
+        let beneath = mounts.iter().rev().filter(|m| m.point.starts_with(root));
+        for m in covering.into_iter().chain(beneath) {
+            if seen.contains(&m.point.as_path()) {
+                continue; // shadowed by a later mount on the same point
+            }
+            seen.push(&m.point);
+            // A mount beneath an exec dir is on the execute side.
+            if partition.exec_dirs.iter().any(|e| m.point.starts_with(e)) {
+                continue;
+            }
+            out.push(MountReport {
+                root: root.clone(),
+                mount_point: m.point.clone(),
+                fstype: m.fstype.clone(),
+                noexec: m.noexec(),
+            });
+        }
+    }
+    out
+}
+
+fn cstr(p: &Path) -> Result<CString, SealError> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| SealError::Noexec {
+        detail: format!("{}: a NUL in the path", p.display()),
+    })
+}
+
+fn fail(step: &str, p: &Path) -> SealError {
+    SealError::Noexec {
+        detail: format!(
+            "{step} {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        ),
+    }
+}
+
+/// `mount(src, dst, NULL, flags, NULL)`.
+fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Result<(), SealError> {
+    let dst_c = cstr(dst)?;
+    let src_c = src.map(cstr).transpose()?;
+    // SAFETY: every pointer is a valid NUL-terminated string or NULL, as mount(2) accepts;
+    // the call changes only this process's (private) mount namespace.
+    let rc = unsafe {
+        libc::mount(
+            src_c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            dst_c.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(fail(if src.is_some() { "bind" } else { "remount" }, dst));
+    }
+    Ok(())
+}
+
+/// The flags a remount must keep: a mount inherited into a user namespace has them locked.
+fn kept_flags(path: &Path) -> Result<libc::c_ulong, SealError> {
+    let c = cstr(path)?;
+    // SAFETY: statvfs writes only into the zeroed struct it is given.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` is writable.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(fail("statvfs", path));
+    }
+    let map = [
+        (libc::ST_RDONLY, libc::MS_RDONLY),
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    Ok(map
+        .iter()
+        .filter(|(st_flag, _)| st.f_flag & st_flag != 0)
+        .fold(0, |acc, (_, ms)| acc | ms))
+}
+
+fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
+    std::fs::write(file, text).map_err(|e| SealError::Noexec {
+        detail: format!("{file}: {e}"),
+    })
+}
+
+/// Makes the private namespace and its mounts (see the module). The caller must be
+/// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
+/// entered again afterwards, so it is seen through the new mounts.
+pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
+    // SAFETY: geteuid/getegid have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let cwd = std::env::current_dir().ok();
+    let kind = if uid == 0 {
+        // SAFETY: unshare takes only flags; it affects this process alone.
+        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+            return Err(fail("unshare(CLONE_NEWNS)", Path::new("/")));
+        }
+        "mount"
+    } else {
+        // SAFETY: as above.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+            return Err(fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)", Path::new("/")));
+        }
+        write_proc("/proc/self/setgroups", "deny")?;
+        write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+        write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+        "user+mount"
+    };
+    // Nothing made here may reach the parent namespace.
+    mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
+
+    let exists = |p: &&PathBuf| p.is_dir();
+    let mut roots: Vec<&PathBuf> = partition.write_set.iter().filter(exists).collect();
+    roots.sort_by_key(|p| p.as_os_str().len());
+    let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(exists).collect();
+    // The exec dirs keep the flags of the mount they are on now (locked ones included).
+    let exec_flags: Vec<libc::c_ulong> = exec_dirs
+        .iter()
+        .map(|d| kept_flags(d))
+        .collect::<Result<_, _>>()?;
+    let both = |p: &Path| partition.both.iter().any(|b| p.starts_with(b));
+    for root in &roots {
+        mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
+    }
+    let mut noexec = Vec::new();
+    let points: Vec<PathBuf> = mountinfo().into_iter().map(|m| m.point).collect();
+    for point in &points {
+        if !roots.iter().any(|r| point.starts_with(r)) || noexec.contains(point) {
+            continue;
+        }
+        let mut flags = kept_flags(point)? | libc::MS_NOSUID;
+        if !point.starts_with("/dev") || point.starts_with("/dev/shm") {
+            flags |= libc::MS_NODEV;
+        }
+        if both(point) {
+            continue; // a reduced profile's workspace keeps exec
+        }
+        mount(
+            None,
+            point,
+            libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_NOEXEC,
+        )?;
+        noexec.push(point.clone());
+    }
+    // A reduced profile's workspace inside a noexec root: its own mount, exec allowed.
+    for dir in partition.both.iter().filter(|p| p.is_dir()) {
+        if roots.iter().any(|r| dir.starts_with(r)) {
+            let keep = kept_flags(dir)? & !libc::MS_NOEXEC;
+            mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
+            mount(
+                None,
+                dir,
+                libc::MS_REMOUNT | libc::MS_BIND | keep | libc::MS_NOSUID | libc::MS_NODEV,
+            )?;
+        }
+    }
+    let mut read_only = Vec::new();
+    for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
+        mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
+        mount(
+            None,
+            dir,
+            libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_RDONLY | libc::MS_NOSUID,
+        )?;
+        read_only.push((*dir).clone());
+    }
+    if let Some(cwd) = cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
+    Ok(Namespace {
+        kind,
+        noexec,
+        read_only,
+    })
+}

@@ -1,0 +1,168 @@
+//! The enforcement report: what this session's kernel accepted, layer by layer, and the
+//! assurance that follows. One struct for `execguard doctor`, `execguard run -v` and the
+//! session's start record.
+
+use landlock::{AccessFs, BitFlags};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// What the seal enforces for this session.
+#[derive(Clone, Debug, Serialize)]
+pub struct Enforcement {
+    pub landlock: LandlockReport,
+    /// The seccomp rules installed (one line each, as [`crate::seccomp::install`] built them).
+    pub seccomp: Vec<String>,
+    /// The private mount namespace, when one was made.
+    pub namespace: Option<crate::mounts::Namespace>,
+    /// Each mount of the write set, read back from `/proc/self/mountinfo`.
+    pub mounts: Vec<MountReport>,
+    pub assurance: Assurance,
+}
+
+/// The Landlock ruleset as the kernel took it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LandlockReport {
+    pub abi: i64,
+    /// The rights the ruleset handles (everything else is not restricted by Landlock).
+    pub handled: Vec<&'static str>,
+    /// How the exec dirs inside the write set are kept read-only: `read_only_mount` (the
+    /// write rights cover whole roots), `landlock_split` (the write rights are granted around
+    /// them, so a root that holds one cannot get new entries itself), or `none`.
+    pub exec_dirs_read_only_by: &'static str,
+    /// Every rule added.
+    pub rules: Vec<RuleReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleReport {
+    pub path: PathBuf,
+    /// `execute` (outside the write set), `exec_dir`, `write`, or `both` (a reduced profile's
+    /// workspace).
+    pub side: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MountReport {
+    /// The write-set root.
+    pub root: PathBuf,
+    /// The mount it lies on, or a mount beneath it.
+    pub mount_point: PathBuf,
+    pub fstype: String,
+    pub noexec: bool,
+}
+
+/// `strict`, or `reduced:<why>[,<why>...]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
+pub struct Assurance {
+    pub reductions: Vec<String>,
+}
+
+impl Assurance {
+    pub fn from_reductions(reductions: Vec<String>) -> Self {
+        Assurance { reductions }
+    }
+
+    pub fn is_strict(&self) -> bool {
+        self.reductions.is_empty()
+    }
+}
+
+impl std::fmt::Display for Assurance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.reductions.is_empty() {
+            f.write_str("strict")
+        } else {
+            write!(f, "reduced:{}", self.reductions.join(","))
+        }
+    }
+}
+
+impl From<Assurance> for String {
+    fn from(a: Assurance) -> String {
+        a.to_string()
+    }
+}
+
+/// The kernel's names of the rights, lower case.
+pub fn right_names(rights: BitFlags<AccessFs>) -> Vec<&'static str> {
+    rights
+        .iter()
+        .map(|r| match r {
+            AccessFs::Execute => "execute",
+            AccessFs::WriteFile => "write_file",
+            AccessFs::ReadFile => "read_file",
+            AccessFs::ReadDir => "read_dir",
+            AccessFs::RemoveDir => "remove_dir",
+            AccessFs::RemoveFile => "remove_file",
+            AccessFs::MakeChar => "make_char",
+            AccessFs::MakeDir => "make_dir",
+            AccessFs::MakeReg => "make_reg",
+            AccessFs::MakeSock => "make_sock",
+            AccessFs::MakeFifo => "make_fifo",
+            AccessFs::MakeBlock => "make_block",
+            AccessFs::MakeSym => "make_sym",
+            AccessFs::Refer => "refer",
+            AccessFs::Truncate => "truncate",
+            AccessFs::IoctlDev => "ioctl_dev",
+            _ => "other",
+        })
+        .collect()
+}
+
+impl Enforcement {
+    /// The human form: a few lines, counts instead of the hundreds of execute rules.
+    pub fn lines(&self) -> Vec<String> {
+        let count = |side: &str| {
+            self.landlock
+                .rules
+                .iter()
+                .filter(|r| r.side == side)
+                .count()
+        };
+        let mut out = vec![
+            format!("assurance: {}", self.assurance),
+            format!(
+                "landlock: ABI {}, handles {}",
+                self.landlock.abi,
+                self.landlock.handled.join(" ")
+            ),
+            format!(
+                "landlock rules: {} execute (outside the write set), {} exec dirs, {} write, {} both; exec dirs read-only by {}",
+                count("execute"),
+                count("exec_dir"),
+                count("write"),
+                count("both"),
+                self.landlock.exec_dirs_read_only_by
+            ),
+        ];
+        for r in &self.landlock.rules {
+            if r.side != "execute" {
+                out.push(format!("  {} {}", r.side, r.path.display()));
+            }
+        }
+        match &self.namespace {
+            Some(ns) => {
+                out.push(format!("mount namespace: {}", ns.kind));
+                for d in &ns.read_only {
+                    out.push(format!("  exec dir mount {}: read-only", d.display()));
+                }
+            }
+            None => out.push("mount namespace: none".into()),
+        }
+        for m in &self.mounts {
+            out.push(format!(
+                "  write-set mount {} ({}, for {}): {}",
+                m.mount_point.display(),
+                m.fstype,
+                m.root.display(),
+                if m.noexec { "noexec" } else { "exec allowed" }
+            ));
+        }
+        out.push(format!("seccomp: {} rules", self.seccomp.len()));
+        for s in &self.seccomp {
+            out.push(format!("  {s}"));
+        }
+        out
+    }
+}

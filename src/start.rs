@@ -1,0 +1,148 @@
+//! Checks `execguard run` (and `check`, `image run`) make before a session starts, so that a
+//! session never runs guarding nothing: the workspace must be a directory that is not a broad
+//! system or home directory, the audit log must be writable, and the session's first command
+//! (decided here, outside the guard) is audited like every later one.
+
+use anyhow::{bail, Result};
+use execguard_policy::audit::Decision;
+use execguard_policy::{Policy, Reason, Verdict};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Where `execguard run` keeps its audit log when neither `--audit` nor `--policy` names one:
+/// beside the session shims, in the user's private runtime directory (`$XDG_RUNTIME_DIR/
+/// execguard`, else `/tmp/execguard-<uid>`). One file for every session of the user: records
+/// carry the pid, and the file outlives the session, so a refusal a caller swallowed still
+/// leaves a trace.
+pub fn default_audit_log() -> Result<PathBuf> {
+    Ok(crate::toolchain::shim_base()?.join("audit.jsonl"))
+}
+
+/// The start line naming the default log, on a terminal only: scripts and agents that read a
+/// session's stderr (its first line is often the command's own refusal) see nothing new, and
+/// `execguard audit` with no file finds the log anyway.
+pub fn announce_default_log(log: &[u8]) {
+    // SAFETY: isatty takes a descriptor number and touches no memory.
+    if unsafe { libc::isatty(2) } == 1 {
+        eprintln!(
+            "execguard: audit log: {} (execguard audit summarises it)",
+            String::from_utf8_lossy(log)
+        );
+    }
+}
+
+/// Opens (creating) the audit log the way the guard will, as this user, so a log that cannot
+/// be written is refused at start rather than at the first refusal.
+pub fn check_audit_log(log: &[u8]) -> Result<()> {
+    match execguard_os::audit::open_log(log) {
+        Ok(fd) => {
+            execguard_os::raw::close(fd);
+            Ok(())
+        }
+        Err(errno) => {
+            let why = if errno == libc::EINVAL {
+                "not a regular file".to_string()
+            } else {
+                std::io::Error::from_raw_os_error(errno).to_string()
+            };
+            bail!(
+                "audit_unwritable: cannot append to the audit log {}: {why}; name a writable regular file with --audit",
+                String::from_utf8_lossy(log)
+            )
+        }
+    }
+}
+
+/// Records the decision on the session's first command (made by `execguard run` itself, not
+/// by the guard) as the guard records every later one: a refusal always, an allowed command
+/// under `audit_allow` or breakglass. `Err` is a record that was due and could not be written:
+/// the command is then refused (`audit_unwritable`), as the guard would refuse it.
+pub fn audit_first_command(
+    policy: &Policy<'_>,
+    verdict: &Verdict,
+    command: &[OsString],
+    target: &[u8],
+) -> std::result::Result<(), ()> {
+    let Some(log) = policy.audit_log() else {
+        return Ok(());
+    };
+    let (decision, reason, path) = match verdict {
+        Verdict::Allow(reason)
+            if policy.audit_allow() || *reason == execguard_policy::Reason::Breakglass =>
+        {
+            (Decision::Allow, *reason, target)
+        }
+        Verdict::Deny { reason, path, .. } => (Decision::Deny, *reason, path.as_bytes()),
+        _ => return Ok(()),
+    };
+    let asked = command.first().map_or(&b""[..], |c| c.as_bytes());
+    let record = execguard_os::audit::stamp(
+        "run",
+        "start",
+        decision,
+        reason.code(),
+        Some(policy.profile()),
+        path,
+        asked,
+    );
+    execguard_os::audit::append(log, &record).map_err(|_| {
+        eprintln!(
+            "execguard: denied {}: {}",
+            Reason::AuditUnwritable.code(),
+            String::from_utf8_lossy(log)
+        );
+    })
+}
+
+/// The operator's home directories, canonical: `$HOME` and the password database's entry for
+/// this uid (they differ under `sudo`).
+pub fn operator_homes() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    // SAFETY: getuid has no preconditions; getpwuid returns NULL or a pointer to a static
+    // entry that stays valid until the next getpw* call, and is read at once.
+    unsafe {
+        let pw = libc::getpwuid(libc::getuid());
+        if !pw.is_null() && !(*pw).pw_dir.is_null() {
+            let dir = std::ffi::CStr::from_ptr((*pw).pw_dir);
+            homes.push(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())));
+        }
+    }
+    homes
+        .into_iter()
+        .filter_map(|h| h.canonicalize().ok())
+        .filter(|h| h != Path::new("/"))
+        .collect()
+}
+
+/// The workspace, canonical, or a typed refusal: `workspace_not_directory` (a file given as
+/// `--workspace` would leave the real project unprotected), `workspace_too_broad`.
+pub fn check_workspace(workspace: &Path) -> Result<PathBuf> {
+    let canonical = workspace.canonicalize().map_err(|e| {
+        anyhow::anyhow!(
+            "workspace_not_directory: workspace {}: {e}; name the project directory",
+            workspace.display()
+        )
+    })?;
+    if !canonical.is_dir() {
+        bail!(
+            "workspace_not_directory: workspace {} is not a directory; name the project directory (--workspace DIR)",
+            workspace.display()
+        );
+    }
+    let homes = operator_homes();
+    let homes: Vec<&[u8]> = homes.iter().map(|h| h.as_os_str().as_bytes()).collect();
+    let broad =
+        execguard_policy::workspace::broad_workspace(canonical.as_os_str().as_bytes(), &homes);
+    if let Some(why) = broad {
+        bail!(
+            "workspace_too_broad: workspace {}: {why}; name the project directory (--workspace DIR)",
+            canonical.display()
+        );
+    }
+    Ok(canonical)
+}

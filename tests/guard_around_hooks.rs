@@ -1,0 +1,174 @@
+//! libc functions reached around the hooked names: by address (`dlsym`/`dlvsym` on libc's own
+//! handle, `RTLD_NEXT`), through libc's private aliases (`__libc_system`, `_IO_popen`), from
+//! inside libc (`wordexp`), through `dlmopen`, and with system call numbers the kernel reads
+//! differently from how they are written. Each way must be decided exactly like the direct
+//! call, as root and as a non-root user, and must keep starting system programs.
+
+mod support;
+
+use execguard_testkit::{identities, Identity};
+use std::path::Path;
+use support::*;
+
+/// Ways that start TARGET as a program.
+const EXEC_WAYS: [&str; 10] = [
+    "dlsym-execve",
+    "dlsym-next-execve",
+    "dlvsym-execve",
+    "dlsym-execv",
+    "dlsym-fexecve",
+    "dlsym-syscall",
+    "syscall-execve-hi",
+    "syscall-execveat-hi",
+    "dlsym-posix_spawn",
+    "dlvsym-posix_spawn-old",
+];
+
+/// Ways that start `/bin/sh -c TARGET` from inside libc.
+const SHELL_WAYS: [&str; 4] = ["dlsym-system", "libc-system", "io-popen", "wordexp"];
+
+/// Ways that map TARGET as a shared object.
+const MAP_WAYS: [&str; 3] = ["dlsym-dlopen", "dlvsym-dlopen", "dlmopen"];
+
+fn around(f: &Fixture, who: &Identity, policy: &str, args: &[&std::ffi::OsStr]) -> Outcome {
+    let mut cmd = f.guarded(policy, &tools().around);
+    cmd.args(args);
+    run(who.apply(&mut cmd))
+}
+
+fn os<P: AsRef<Path> + ?Sized>(p: &P) -> &std::ffi::OsStr {
+    p.as_ref().as_os_str()
+}
+
+/// Did a program started through wordexp's `$(...)` print its argv (as words)?
+fn ran_in_words(o: &Outcome) -> bool {
+    o.stdout.lines().any(|l| l == "WORD ARGV")
+}
+
+#[test]
+fn every_way_to_start_a_program_refuses_a_workspace_elf() {
+    for who in identities() {
+        let f = Fixture::new("around-exec");
+        f.for_identity(&who);
+        let mut failed = vec![];
+        for way in EXEC_WAYS {
+            let o = around(&f, &who, &f.strict(), &[os(way), os(&f.payload)]);
+            if !o.has_denial("mutable_native") || o.ran() {
+                failed.push(format!("{} {way}: not refused\n{o}", who.label()));
+            }
+            let o = around(&f, &who, &f.strict(), &[os(way), os(&f.sys_argv)]);
+            if !o.ran() || !o.denials().is_empty() {
+                failed.push(format!(
+                    "{} {way}: a system program did not run\n{o}",
+                    who.label()
+                ));
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+}
+
+#[test]
+fn every_shell_started_from_inside_libc_is_decided() {
+    for who in identities() {
+        let f = Fixture::new("around-shell");
+        f.for_identity(&who);
+        let mut failed = vec![];
+        for way in SHELL_WAYS {
+            // The caller dropped the guard from its environment: the shell would run unguarded.
+            let o = around(
+                &f,
+                &who,
+                &f.strict(),
+                &[os("--unset-preload"), os(way), os(&f.payload)],
+            );
+            if !o.has_denial("environment_not_sticky") || o.ran() || ran_in_words(&o) {
+                failed.push(format!(
+                    "{} {way}: an unguarded shell ran\n{o}",
+                    who.label()
+                ));
+            }
+            // With the guard in place the shell starts, and refuses the workspace ELF itself.
+            let o = around(&f, &who, &f.strict(), &[os(way), os(&f.payload)]);
+            if !o.has_denial("mutable_native") || o.ran() || ran_in_words(&o) {
+                failed.push(format!(
+                    "{} {way}: the payload was not refused\n{o}",
+                    who.label()
+                ));
+            }
+            let o = around(&f, &who, &f.strict(), &[os(way), os(&f.sys_argv)]);
+            if !(o.ran() || ran_in_words(&o)) || !o.denials().is_empty() {
+                failed.push(format!(
+                    "{} {way}: a system program did not run\n{o}",
+                    who.label()
+                ));
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+}
+
+#[test]
+fn every_way_to_map_an_object_refuses_a_workspace_object() {
+    for who in identities() {
+        let f = Fixture::new("around-map");
+        f.for_identity(&who);
+        let sys_so = f.sys.join("good.so");
+        copy(&tools().evil, &sys_so);
+        let mut failed = vec![];
+        for way in MAP_WAYS {
+            let o = around(&f, &who, &f.strict(), &[os(way), os(&f.evil)]);
+            if !o.has_denial("mutable_native") || o.stderr.contains("EVIL_SO_LOADED") {
+                failed.push(format!("{} {way}: mapped\n{o}", who.label()));
+            }
+            let o = around(&f, &who, &f.strict(), &[os(way), os(&sys_so)]);
+            if !o.stderr.contains("EVIL_SO_LOADED") || !o.denials().is_empty() {
+                failed.push(format!(
+                    "{} {way}: a system object was not mapped\n{o}",
+                    who.label()
+                ));
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+}
+
+#[test]
+fn memfd_create_through_syscall_gets_the_noexec_seal() {
+    for who in identities() {
+        let f = Fixture::new("around-memfd");
+        f.for_identity(&who);
+        for way in ["memfd-syscall", "memfd-syscall-hi"] {
+            let o = around(&f, &who, &f.strict(), &[os(way), os("-")]);
+            let r = o.report().unwrap_or_else(|| panic!("no PROBE line\n{o}"));
+            assert_eq!(
+                r.ret,
+                1,
+                "{} {way}: no F_SEAL_EXEC under strict\n{o}",
+                who.label()
+            );
+            // The build profile allows anonymous native code: the memfd stays as asked.
+            let o = around(&f, &who, &f.policy("build", ""), &[os(way), os("-")]);
+            let r = o.report().unwrap_or_else(|| panic!("no PROBE line\n{o}"));
+            assert_eq!(r.ret, 0, "{} {way}: sealed under build\n{o}", who.label());
+        }
+    }
+}
+
+#[test]
+fn an_interposer_after_the_guard_still_finds_the_next_definition() {
+    let dir = support_dir();
+    let next = compile(&dir, "next.c", "next.so", &["-shared", "-fPIC"]);
+    for who in identities() {
+        let f = Fixture::new("around-next");
+        f.for_identity(&who);
+        let sys_next = f.sys.join("next.so");
+        copy(&next, &sys_next);
+        let preload = format!("{}:{}", s(&tools().lib), s(&sys_next));
+        let mut cmd = f.guarded(&f.strict(), &f.sys_argv);
+        cmd.env("LD_PRELOAD", preload);
+        let o = run(who.apply(&mut cmd));
+        assert!(o.stderr.contains("NEXT_OK"), "{}\n{o}", who.label());
+        o.assert_ran();
+    }
+}

@@ -1,0 +1,383 @@
+//! The W^X session, process level, as root and as a non-root user: `execguard run` seals every
+//! session by default; a file the session writes never runs, whoever asks (a static caller's
+//! raw execve, the loader, a memfd made through `syscall()`, a new user namespace); a
+//! toolchain in `$HOME` on PATH runs and cannot be modified; ordinary file work is not broken;
+//! and a kernel that cannot enforce it is a typed refusal.
+
+mod support;
+
+use execguard_testkit::{identities, Identity};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use support::{compile, copy, s, support_dir, target_tmp, tools};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The static probe (no preload library ever sees it), in a non-mutable place.
+fn wx_probe() -> PathBuf {
+    compile(&support_dir(), "wx.c", "wx-static", &["-static"])
+}
+
+/// One identity's world: a home with `~/.local/bin` (a toolchain: `mytool`), a workspace, a
+/// directory the user owns outside every root, and a world-writable one.
+struct World {
+    who: Identity,
+    home: PathBuf,
+    ws: PathBuf,
+    owned: PathBuf,
+    world: PathBuf,
+    local_bin: PathBuf,
+}
+
+impl World {
+    fn new(who: Identity, name: &str) -> World {
+        let base =
+            target_tmp()
+                .join("wx")
+                .join(format!("{name}-{}-{}", who.uid(), std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let home = base.join("home");
+        let local_bin = home.join(".local/bin");
+        let ws = base.join("ws");
+        let owned = base.join("owned");
+        let world = base.join("world");
+        for d in [&local_bin, &ws, &owned, &world] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        copy(&tools().argv, &local_bin.join("mytool"));
+        who.own(&home);
+        who.own(&ws);
+        who.own(&owned);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&world, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        World {
+            who,
+            home,
+            ws,
+            owned,
+            world,
+            local_bin,
+        }
+    }
+
+    /// `execguard run --workspace WS [extra] -- sh -c SCRIPT` as this identity, with this
+    /// world's home and `~/.local/bin` first on PATH.
+    fn session(&self, extra: &[&str], script: &str) -> Output {
+        let mut c = Command::new(&tools().cli);
+        self.who.apply(&mut c);
+        c.arg("run")
+            .arg("--workspace")
+            .arg(&self.ws)
+            .args(extra)
+            .args(["--", "sh", "-c", script])
+            .env("HOME", &self.home)
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", s(&self.local_bin)),
+            )
+            .current_dir(&self.ws)
+            .stdin(Stdio::null());
+        c.output().unwrap()
+    }
+}
+
+/// Every way a written file could run, from every writable place: the session cannot write
+/// outside the write set or into an exec dir, and nothing it writes inside runs.
+#[test]
+fn a_file_the_session_writes_never_runs_whoever_asks() {
+    let wx = wx_probe();
+    let payload = &tools().argv;
+    for who in identities() {
+        let w = World::new(who, "never-runs");
+        let places = [
+            ("home", w.home.clone(), true),
+            ("workspace", w.ws.clone(), true),
+            ("local_bin", w.local_bin.clone(), false),
+            ("owned", w.owned.clone(), false),
+            ("world_writable", w.world.clone(), false),
+        ];
+        let mut script = String::new();
+        for (name, dir, _) in &places {
+            let x = dir.join("x");
+            script.push_str(&format!(
+                "if cp {payload} {x} 2>/dev/null && chmod +x {x}; then echo '{name} WROTE'; else echo '{name} REFUSED'; fi\n",
+                payload = s(payload),
+                x = s(&x)
+            ));
+            for method in ["exec", "loader", "memfd", "userns"] {
+                script.push_str(&format!(
+                    "echo \"{name} {method} $({wx} {method} {x} 2>&1 | head -1)\"\n",
+                    wx = s(&wx),
+                    x = s(&x)
+                ));
+            }
+        }
+        let out = w.session(&[], &script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        for (name, _, writable) in &places {
+            let want = if *writable { "WROTE" } else { "REFUSED" };
+            assert!(
+                stdout.contains(&format!("{name} {want}\n")),
+                "[{label}] {name}: want {want}\n{stdout}\n{}",
+                text(&out.stderr)
+            );
+        }
+        for line in stdout.lines() {
+            assert!(
+                !line.contains("ARGV"),
+                "[{label}] written code ran: {line}\n{stdout}"
+            );
+        }
+        // Each way was tried and refused by the kernel, not missed: the exec and the
+        // namespace with EPERM/EACCES, the loader unable to map, the memfd refused.
+        assert!(
+            stdout.contains("workspace exec FAILED execve 13"),
+            "[{label}] {stdout}"
+        );
+        assert!(
+            stdout.contains("home exec FAILED execve 13"),
+            "[{label}] {stdout}"
+        );
+        assert!(
+            stdout.contains("workspace loader") && stdout.contains("failed to map segment"),
+            "[{label}] {stdout}"
+        );
+        assert!(
+            stdout.contains("home memfd FAILED memfd_create 1"),
+            "[{label}] {stdout}"
+        );
+        assert!(
+            stdout.contains("home userns FAILED unshare 1"),
+            "[{label}] {stdout}"
+        );
+    }
+}
+
+/// A toolchain in `$HOME` on PATH (`~/.local/bin`, discovered) still runs, and the session
+/// cannot change it; the rest of `$HOME` stays writable (dotfiles, history, lock-and-rename).
+#[test]
+fn a_home_toolchain_runs_and_cannot_be_modified() {
+    for who in identities() {
+        let w = World::new(who, "toolchain");
+        let tool = w.local_bin.join("mytool");
+        let script = format!(
+            "mytool a; \
+             echo x >> {tool} 2>/dev/null && echo APPENDED; \
+             rm -f {tool} 2>/dev/null; test -e {tool} && echo STILL_THERE; \
+             cp /bin/true {bin}/new 2>/dev/null && echo ADDED; \
+             echo 1 >> ~/.history && echo HISTORY_OK; \
+             echo '[user]' > ~/.gitconfig.lock && mv ~/.gitconfig.lock ~/.gitconfig && echo DOTFILE_OK; \
+             mkdir -p ~/.config/app && echo a > ~/.config/app/x && echo CONFIG_OK",
+            tool = s(&tool),
+            bin = s(&w.local_bin)
+        );
+        let out = w.session(&["-v"], &script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        assert!(
+            stdout.starts_with("ARGV 2\n"),
+            "[{label}] {stdout}\n{}",
+            text(&out.stderr)
+        );
+        for must in ["STILL_THERE", "HISTORY_OK", "DOTFILE_OK", "CONFIG_OK"] {
+            assert!(
+                stdout.contains(must),
+                "[{label}] {must}\n{stdout}\n{}",
+                text(&out.stderr)
+            );
+        }
+        for never in ["APPENDED", "ADDED"] {
+            assert!(!stdout.contains(never), "[{label}] {never}\n{stdout}");
+        }
+        assert!(
+            text(&out.stderr).contains(&format!("exec_dir {}", s(&w.local_bin))),
+            "[{label}] the report names the exec dir\n{}",
+            text(&out.stderr)
+        );
+        // Dropped with --no-exec-dir, the directory is written, and what is written never runs.
+        let out = w.session(
+            &["--no-exec-dir", s(&w.local_bin)],
+            &format!(
+                "cp /bin/true {bin}/new && echo ADDED; {bin}/new; echo rc=$?",
+                bin = s(&w.local_bin)
+            ),
+        );
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("ADDED\nrc=126"),
+            "[{label}] {stdout}\n{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// Ordinary file work under the default seal: renames and hard links across directories
+/// (Landlock's REFER), git moving and pushing to a local repository, node's fs.rename, tar
+/// with hard links, a python venv, make.
+#[test]
+fn ordinary_file_work_is_not_broken() {
+    for who in identities() {
+        let w = World::new(who, "ordinary");
+        std::fs::write(
+            w.ws.join("rename.js"),
+            "const fs=require('fs');fs.mkdirSync('nd');fs.writeFileSync('nf','x');fs.renameSync('nf','nd/nf');console.log('NODE_OK')\n",
+        )
+        .unwrap();
+        who.own(&w.ws);
+        let script = "set -e\n\
+            mkdir a b && echo x > a/f && mv a/f b/f && ln b/f a/hard && ln -s ../b/f a/sym && echo MV_LN_OK\n\
+            tar cf t.tar a b && mkdir u && tar xf t.tar -C u && test -e u/a/hard && echo TAR_OK\n\
+            git init -q r && cd r && echo a > f && git add f\n\
+            git -c user.email=a@b -c user.name=n commit -qm one\n\
+            mkdir sub && git mv f sub/f && git -c user.email=a@b -c user.name=n commit -qm two\n\
+            git init -q --bare ../bare.git && git push -q ../bare.git HEAD:main && echo GIT_OK\n\
+            cd .. && node rename.js\n\
+            /usr/bin/python3 -c \"import os; os.makedirs('p/q'); open('p/f','w').close(); os.rename('p/f','p/q/f'); print('PY_OK')\"\n\
+            /usr/bin/python3 -m venv --without-pip v && ./v/bin/python -c \"print('VENV_OK')\"\n\
+            printf 'all:\\n\\t@echo MAKE_OK\\n' > Makefile && make -s\n";
+        let out = w.session(&[], script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        for must in [
+            "MV_LN_OK", "TAR_OK", "GIT_OK", "NODE_OK", "PY_OK", "VENV_OK", "MAKE_OK",
+        ] {
+            assert!(
+                stdout.contains(must),
+                "[{label}] {must}\n{stdout}\n{}",
+                text(&out.stderr)
+            );
+        }
+    }
+}
+
+/// The session's seccomp filter, seen by a static caller: each refused call is answered as
+/// documented (EPERM; clone3 ENOSYS), x32 numbers too, and the noexec-sealed memfd works.
+#[test]
+fn the_seccomp_filter_answers_as_documented() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "seccomp");
+        let out = w.session(&[], &format!("{} syscalls", s(&wx)));
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        let got: Vec<(&str, i32)> = stdout
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                Some((k, v.parse().ok()?))
+            })
+            .collect();
+        let want = [
+            ("clone3", libc::ENOSYS),
+            ("unshare_user", libc::EPERM),
+            ("unshare_ns", libc::EPERM),
+            ("unshare_user_high", libc::EPERM),
+            ("clone_user", libc::EPERM),
+            ("setns", libc::EPERM),
+            ("mount", libc::EPERM),
+            ("umount2", libc::EPERM),
+            ("open_tree", libc::EPERM),
+            ("fsopen", libc::EPERM),
+            ("x32_unshare_user", libc::EPERM),
+            ("x32_memfd", libc::EPERM),
+            ("memfd_plain", libc::EPERM),
+            ("memfd_exec", libc::EPERM),
+            ("memfd_noexec_seal", 0),
+        ];
+        assert_eq!(
+            got,
+            want.to_vec(),
+            "[{label}] {stdout}\n{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+fn refusal(extra: &[&str], abi: &str) -> Output {
+    let ws = tempfile::tempdir_in(target_tmp()).unwrap();
+    Command::new(&tools().cli)
+        .args(["run", "--workspace"])
+        .arg(ws.path())
+        .args(extra)
+        .args(["--", "/bin/true"])
+        .env("EXECGUARD_TEST_LANDLOCK_ABI", abi)
+        .output()
+        .unwrap()
+}
+
+/// On by default: without `--seal`, a kernel without Landlock (or with an ABI lacking REFER)
+/// is a typed refusal, exit 2, one line; `--allow-unsealed` runs and says so once.
+#[test]
+fn no_enforceable_partition_is_a_typed_refusal_by_default() {
+    for abi in ["0", "1"] {
+        let out = refusal(&[], abi);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "ABI {abi}: {stderr}");
+        assert!(
+            stderr.starts_with("execguard: seal_unavailable: "),
+            "{stderr}"
+        );
+        assert!(stderr.contains("--allow-unsealed"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let out = refusal(&["--allow-unsealed"], abi);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert_eq!(stderr.matches("reduced assurance").count(), 1, "{stderr}");
+    }
+}
+
+/// A write-set root that does not exist at the start gets no rule: created later (from
+/// outside the session), it is neither writable nor executable by the session, and the kernel
+/// itself refuses the exec (a static caller, not the guard).
+#[test]
+fn a_root_that_does_not_exist_yet_gets_nothing() {
+    if !execguard_testkit::require_root("creating a missing write-set root") {
+        return;
+    }
+    let base = target_tmp().join(format!("wx-late-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("ws")).unwrap();
+    let late = base.join("late");
+    let policy = base.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version = 1\nworkspace = \"{}\"\nmutable_roots = [\"{}\"]\nseal = true\n",
+            s(&base.join("ws")),
+            s(&late)
+        ),
+    )
+    .unwrap();
+    let wx = wx_probe();
+    let out = Command::new(&tools().cli)
+        .args(["run", "--policy"])
+        .arg(&policy)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "while ! test -e {late}/ready; do sleep 0.05; done; \
+             echo x > {late}/mine 2>/dev/null && echo WROTE; {wx} exec {late}/ready",
+            late = s(&late),
+            wx = s(&wx)
+        ))
+        .current_dir(base.join("ws"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::create_dir_all(&late).unwrap();
+    copy(Path::new("/bin/true"), &late.join("ready"));
+    let out = out.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("WROTE"), "{stdout}");
+    assert_eq!(
+        stdout,
+        "FAILED execve 13\n",
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+}
