@@ -287,7 +287,8 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
     let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
-        .with_exec_dirs(policy.exec_dirs().map(path));
+        .with_exec_dirs(policy.exec_dirs().map(path))
+        .with_append_files(policy.audit_log().map(path));
     match policy.profile() {
         Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
         _ => p,

@@ -195,6 +195,10 @@ pub struct Partition {
     /// Directories inside the write set granted both rights: the workspace of the
     /// `development` and `build` profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
+    /// Existing files outside the write set that the session appends to (the audit log the
+    /// guard writes): granted the file write rights alone, so they can be neither executed
+    /// nor replaced.
+    pub append_files: Vec<PathBuf>,
 }
 
 impl Partition {
@@ -225,6 +229,17 @@ impl Partition {
             let d = d.canonicalize().unwrap_or(d);
             if !self.both.contains(&d) {
                 self.both.push(d);
+            }
+        }
+        self
+    }
+
+    /// Files to append to; those in the write set need no rule of their own.
+    pub fn with_append_files(mut self, files: impl IntoIterator<Item = PathBuf>) -> Self {
+        for f in files {
+            let f = f.canonicalize().unwrap_or(f);
+            if !self.in_write_set(&f) && !self.append_files.contains(&f) {
+                self.append_files.push(f);
             }
         }
         self
@@ -387,6 +402,13 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             path: dir.clone(),
             access: write | AccessFs::Execute,
             side: "both",
+        });
+    }
+    for file in &partition.append_files {
+        out.push(Grant {
+            path: file.clone(),
+            access: write & file_rights,
+            side: "append",
         });
     }
     out
