@@ -307,7 +307,9 @@ kill $NODE $SLEEP
     assert_eq!(field(&out, "script.rc"), "0", "{out}");
     assert_eq!(field(&out, "script.out"), "script-ran");
     let checked: u32 = field(&out, "checked").parse().unwrap();
-    assert!(checked >= 4, "too few processes inspected:\n{out}");
+    // bash, node and sleep at least; PID 1 dropped from root to the session user, so the kernel
+    // made it non-dumpable and its maps are not readable to the session (nor can it be traced).
+    assert!(checked >= 3, "too few processes inspected:\n{out}");
     assert_eq!(
         field(&out, "missing").trim(),
         "",
