@@ -864,3 +864,153 @@ fn development_really_allows_a_workspace_built_program() {
         );
     }
 }
+
+/// `docker build` of a Dockerfile given as text (no context), tagged `tag`.
+fn docker_build(tag: &str, dockerfile: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new("docker")
+        .args(["build", "--network=none", "-q", "-t", tag, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dockerfile.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A base the user brings, shaped like a devcontainer: its agent user (1000) owns /usr/local
+/// and /opt and has a toolchain there. `--base-image` builds on it; in the session the tools
+/// run, and nothing can be planted there (the root is read-only; W^X puts them on the execute
+/// side). Also the `FROM execguard` recipe: a layer's RUN steps run under the guard.
+#[test]
+fn a_users_own_base_and_a_layered_image_keep_every_control() {
+    if !docker_ready() {
+        return;
+    }
+    let base_of_ours = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/image/build.sh"))
+        .env("EXECGUARD_IMAGE_BASE_ONLY", "1")
+        .output()
+        .unwrap();
+    let base_of_ours = ok(&base_of_ours).trim().to_string();
+    let user_base = format!("{}-userbase", tag().replace(':', "-base:"));
+    let built = docker_build(
+        &user_base,
+        &format!(
+            r#"FROM {base_of_ours}
+RUN echo 'dev:x:1000:1000:dev:/home/dev:/bin/bash' >> /etc/passwd && echo 'dev:x:1000:' >> /etc/group \
+ && mkdir -p /home/dev /opt/tools/bin /usr/local/tools/bin && cp /bin/true /opt/tools/bin/devtool \
+ && cp /bin/true /usr/local/tools/bin/localtool \
+ && printf '#!/bin/sh\necho devscript\n' > /opt/tools/bin/devscript && chmod 755 /opt/tools/bin/* /usr/local/tools/bin/* \
+ && chown -R 1000:1000 /usr/local /opt /home/dev
+"#
+        ),
+    );
+    ok(&built);
+    let image_tag = format!("{}-userbase", tag());
+    let out = execguard()
+        .args([
+            "image",
+            "build",
+            "--tag",
+            &image_tag,
+            "--base-image",
+            &user_base,
+            "--source",
+        ])
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 30)
+    );
+    let ws = Workspace::new("userbase");
+    let run = |image: &str, script: &str| {
+        execguard()
+            .args([
+                "image",
+                "run",
+                "--image",
+                image,
+                "--user",
+                &user_arg(),
+                "--workspace",
+            ])
+            .arg(&ws.0)
+            .args(["--arbitrary-command", "--", "bash", "-c", script])
+            .output()
+            .unwrap()
+    };
+    let out = ok(&run(
+        &image_tag,
+        r#"try() { name=$1; shift; "$@" >/tmp/out 2>&1; echo "$name.rc=$?"; echo "$name.out=$(tr '\n' ' ' </tmp/out)"; }
+echo "owner=$(stat -c %u /opt /opt/tools/bin /usr/local/tools/bin | tr '\n' ,)"
+try devtool /opt/tools/bin/devtool
+try localtool /usr/local/tools/bin/localtool
+try plant.localtools cp /bin/true /usr/local/tools/bin/planted
+try devscript /opt/tools/bin/devscript
+try plant.opt cp /bin/true /opt/tools/bin/planted
+try plant.local cp /bin/true /usr/local/bin/planted
+cp /bin/true /workspace/t; try workspace /workspace/t
+try git git --version
+"#,
+    ));
+    // The base's shape survives (the build's COPY makes only the control plane's own
+    // directories, such as /usr/local/bin and /usr/local/lib, root's).
+    assert_eq!(field(&out, "owner"), "1000,1000,1000,", "{out}");
+    assert_eq!(field(&out, "localtool.rc"), "0", "{out}");
+    assert_eq!(field(&out, "devtool.rc"), "0", "{out}");
+    assert_eq!(field(&out, "devscript.out").trim(), "devscript", "{out}");
+    for plant in ["plant.opt", "plant.local", "plant.localtools"] {
+        assert_ne!(field(&out, &format!("{plant}.rc")), "0", "{plant}\n{out}");
+        assert!(
+            field(&out, &format!("{plant}.out")).contains("Read-only file system"),
+            "{out}"
+        );
+    }
+    assert_eq!(field(&out, "workspace.rc"), "126", "{out}");
+    assert_eq!(field(&out, "git.rc"), "0", "{out}");
+
+    // FROM execguard: the layer's RUN steps run under the guard (as root, strict).
+    let layered = format!("{}-layered", tag());
+    let refused = docker_build(
+        &format!("{layered}-refused"),
+        &format!(
+            "FROM {}\nUSER root\nRUN cp /bin/true /tmp/x && /tmp/x\n",
+            image()
+        ),
+    );
+    assert!(
+        !refused.status.success(),
+        "a RUN step ran a program from /tmp"
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("execguard: denied mutable_native"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    ok(&docker_build(
+        &layered,
+        &format!(
+            "FROM {}\nUSER root\nRUN printf '#!/bin/sh\\necho layered-tool\\n' > /usr/local/bin/layered-tool && chmod 755 /usr/local/bin/layered-tool\nUSER 1000:1000\n",
+            image()
+        ),
+    ));
+    let out = ok(&run(
+        &layered,
+        "layered-tool; cp /bin/true /workspace/t && /workspace/t; echo rc=$?",
+    ));
+    assert!(out.contains("layered-tool"), "{out}");
+    assert_eq!(field(&out, "rc"), "126", "{out}");
+    for t in [&user_base, &image_tag, &layered] {
+        let _ = Command::new("docker").args(["rmi", "-f", t]).output();
+    }
+}
