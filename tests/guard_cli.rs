@@ -39,7 +39,8 @@ fn run_passes_the_exit_status_through() {
 #[test]
 fn run_with_profiles_and_audit() {
     let f = Fixture::new("cli-profiles");
-    let audit = f.base.join("cli-audit.jsonl");
+    // In the write set: a sealed session may write nothing else.
+    let audit = f.tmp.join("cli-audit.jsonl");
     let o = run(cli(&f)
         .args(["run", "--profile", "development", "--audit"])
         .arg(&audit)

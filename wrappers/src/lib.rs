@@ -14,6 +14,7 @@ pub mod launch;
 pub mod node;
 pub mod refusal;
 pub mod runtime;
+pub mod takeover;
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;

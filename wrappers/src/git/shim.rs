@@ -107,8 +107,9 @@ const SYSTEM_EXEC_PATHS: &[&str] = &[
 
 /// Accept `dir` as `GIT_EXEC_PATH` (git exports its exec-path to every child) when it is the
 /// session's shim ([`validate_shim`]) or git's own exec-path: a system git-core directory or
-/// the `git-core` directory of a protected git, owned by root and writable by nobody else, whose `git`
-/// is the wrapper or a protected git (the image installs the wrapper there).
+/// the `git-core` directory of a protected git, writable by nobody but its owner (not the
+/// caller), whose `git` is the wrapper or a protected git (the image installs the wrapper
+/// there).
 pub fn validate_exec_path(dir: &Path, rule: &ShimRule) -> Result<(), String> {
     if own_exec_path(dir, rule) {
         return Ok(());
@@ -126,7 +127,12 @@ fn own_exec_path(dir: &Path, rule: &ShimRule) -> bool {
     let Ok(meta) = fs::metadata(&canon) else {
         return false;
     };
-    if !known || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+    // Writable by nobody but its owner, and the owner is not the caller (root sees real
+    // root's files as root; a user namespace shows them as the overflow uid, never the
+    // caller). For root the fixed locations above are what counts.
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    if !known || meta.mode() & 0o022 != 0 || (meta.uid() == me && me != 0) {
         return false;
     }
     let Ok(git) = fs::metadata(canon.join("git")) else {
