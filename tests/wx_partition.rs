@@ -510,3 +510,47 @@ fn an_audit_log_outside_the_write_set_is_written_never_run() {
         );
     }
 }
+
+/// The devices a session writes (null, random, a new pty) stay writable; a disk does not, even
+/// for root (written raw, it would change programs outside the write set). The disk is only
+/// opened for writing, never written.
+#[test]
+fn devices_a_session_writes_and_no_others() {
+    let disk = std::fs::read_dir("/sys/class/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| PathBuf::from("/dev").join(e.file_name()))
+        .find(|d| d.exists());
+    for who in identities() {
+        let w = World::new(who, "devices");
+        let mut script = String::from(
+            "echo x > /dev/null && echo NULL_OK; \
+             head -c1 /dev/urandom > /dev/null && echo URANDOM_OK; \
+             /usr/bin/python3 -c \"import os, pty; m, s = pty.openpty(); os.write(s, b'hi'); print('PTY_OK', os.read(m, 2))\"; ",
+        );
+        if let Some(disk) = &disk {
+            script.push_str(&format!(
+                "/usr/bin/python3 -c \"import os\ntry:\n    os.close(os.open('{}', os.O_WRONLY)); print('DISK_WRITABLE')\nexcept OSError as e:\n    print('DISK_REFUSED', e.errno)\"",
+                s(disk)
+            ));
+        }
+        let out = w.session(&[], &script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        for must in ["NULL_OK", "URANDOM_OK", "PTY_OK b'hi'"] {
+            assert!(
+                stdout.contains(must),
+                "[{label}] {must}\n{stdout}\n{}",
+                text(&out.stderr)
+            );
+        }
+        match &disk {
+            Some(_) => assert!(
+                stdout.contains(&format!("DISK_REFUSED {}", libc::EACCES)),
+                "[{label}] {stdout}"
+            ),
+            None => execguard_testkit::skip("a raw disk write (no block device on this machine)"),
+        }
+    }
+}

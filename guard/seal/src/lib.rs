@@ -77,6 +77,19 @@ pub const WRITE_RIGHTS: &[&str] = &[
     "ioctl_dev",
 ];
 
+/// The device files a session may write (`/dev/pts` with every terminal beneath it). Other
+/// devices are read-only in a session: a disk or `/dev/mem` written would change programs.
+pub const WRITABLE_DEVICES: [&str; 8] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
 fn abi_of(abi: i64) -> ABI {
     ABI::from(i32::try_from(abi).unwrap_or(i32::MAX))
 }
@@ -383,9 +396,21 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             .filter(|e| e.starts_with(root))
             .cloned()
             .collect();
-        if root == Path::new("/dev") || root.is_file() {
-            // Device files are written, never made or removed by a session (/dev/shm, its own
-            // root, keeps every right); a file root (the audit log) takes only file rights.
+        if root == Path::new("/dev") {
+            // The devices a session writes, and no others: a writable disk (root may write
+            // /dev/vda) would rewrite programs outside the write set. Never made or removed
+            // (/dev/shm, its own root, keeps every right).
+            for dev in WRITABLE_DEVICES {
+                out.push(Grant {
+                    path: PathBuf::from(dev),
+                    access: write & file_rights,
+                    side: "write",
+                });
+            }
+            continue;
+        }
+        if root.is_file() {
+            // A file root takes only file rights.
             out.push(Grant {
                 path: root.clone(),
                 access: write & file_rights,
@@ -660,7 +685,8 @@ mod tests {
                     "write" => {
                         assert!(in_w, "{}", g.path.display());
                         assert!(!g.access.contains(AccessFs::Execute));
-                        if g.path == Path::new("/dev") {
+                        if g.path.starts_with("/dev") && !g.path.starts_with("/dev/shm") {
+                            assert!(WRITABLE_DEVICES.contains(&g.path.to_str().unwrap()));
                             assert!(!g.access.contains(AccessFs::MakeReg));
                             assert!(g.access.contains(AccessFs::WriteFile));
                         } else if g.path.is_dir() {
@@ -681,6 +707,9 @@ mod tests {
                     .any(|g| g.side == "write" && g.path.starts_with(home.join(".cargo/bin"))));
             }
             assert!(plan
+                .iter()
+                .any(|g| g.side == "write" && g.path == Path::new("/dev/null")));
+            assert!(!plan
                 .iter()
                 .any(|g| g.side == "write" && g.path == Path::new("/dev")));
         }
