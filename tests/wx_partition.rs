@@ -294,6 +294,7 @@ fn the_seccomp_filter_answers_as_documented() {
             ("umount2", libc::EPERM),
             ("open_tree", libc::EPERM),
             ("fsopen", libc::EPERM),
+            ("open_by_handle_at", libc::EPERM),
             ("x32_unshare_user", libc::EPERM),
             ("x32_memfd", libc::EPERM),
             ("memfd_plain", libc::EPERM),
