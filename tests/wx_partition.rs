@@ -480,23 +480,35 @@ fn a_nested_session_keeps_the_outer_mounts() {
     }
 }
 
-/// An audit log outside the write set is refused at the start of a sealed session (the
-/// session could not write it, or, written, it would be a file outside the partition); the
-/// seal's own rule for such files (write only, never executable) is in `guard/seal`'s tests.
+/// An audit log outside the write set is appended to by the guard, and is still written, never
+/// run: code the session writes into it does not execute (a static caller, not the guard).
 #[test]
-fn an_audit_log_outside_the_write_set_is_refused_at_start() {
+fn an_audit_log_outside_the_write_set_is_written_never_run() {
+    let wx = wx_probe();
     for who in identities() {
         let w = World::new(who, "audit-outside");
         let log = w.owned.join("audit.jsonl");
-        let out = w.session(&["--audit", s(&log)], "echo RAN");
-        let stderr = text(&out.stderr);
-        let label = who.label();
-        assert_eq!(out.status.code(), Some(2), "[{label}] {stderr}");
-        assert!(
-            stderr.starts_with("execguard: audit_unwritable: "),
-            "[{label}] {stderr}"
+        let script = format!(
+            "cat {payload} > {log} && chmod +x {log} && {wx} exec {log}; cp /bin/true ./x; ./x",
+            payload = s(&tools().argv),
+            log = s(&log),
+            wx = s(&wx)
         );
-        assert!(!text(&out.stdout).contains("RAN"), "[{label}]");
+        let out = w.session(&["--audit", s(&log)], &script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        assert_eq!(
+            stdout,
+            "FAILED execve 13\n",
+            "[{label}] {}",
+            text(&out.stderr)
+        );
+        let records = std::fs::read(&log).unwrap();
+        let records = String::from_utf8_lossy(&records);
+        assert!(
+            records.contains("\"reason\":\"mutable_native\""),
+            "[{label}] the guard still appends: {records}"
+        );
     }
 }
 
