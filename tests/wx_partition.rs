@@ -168,6 +168,7 @@ fn a_home_toolchain_runs_and_cannot_be_modified() {
              echo x >> {tool} 2>/dev/null && echo APPENDED; \
              rm -f {tool} 2>/dev/null; test -e {tool} && echo STILL_THERE; \
              cp /bin/true {bin}/new 2>/dev/null && echo ADDED; \
+             mv ~/.local ~/.local.moved 2>/dev/null && echo MOVED_ASIDE; \
              echo 1 >> ~/.history && echo HISTORY_OK; \
              echo '[user]' > ~/.gitconfig.lock && mv ~/.gitconfig.lock ~/.gitconfig && echo DOTFILE_OK; \
              mkdir -p ~/.config/app && echo a > ~/.config/app/x && echo CONFIG_OK",
@@ -189,7 +190,7 @@ fn a_home_toolchain_runs_and_cannot_be_modified() {
                 text(&out.stderr)
             );
         }
-        for never in ["APPENDED", "ADDED"] {
+        for never in ["APPENDED", "ADDED", "MOVED_ASIDE"] {
             assert!(!stdout.contains(never), "[{label}] {never}\n{stdout}");
         }
         assert!(

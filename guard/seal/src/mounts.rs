@@ -293,6 +293,30 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     for root in &roots {
         mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
     }
+    // The directories between a root and an exec dir (`~/.local` for `~/.local/bin`) become
+    // mount points too: the kernel refuses to rename a mount point (EBUSY), so the session
+    // cannot move an exec dir aside and plant a new one in its place.
+    let mut ancestors: Vec<PathBuf> = Vec::new();
+    for dir in &exec_dirs {
+        let Some(root) = roots
+            .iter()
+            .filter(|r| dir.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+        else {
+            continue;
+        };
+        let mut a = dir.parent();
+        while let Some(p) = a.filter(|p| p.starts_with(root) && p != root) {
+            if !ancestors.iter().any(|x| x == p) {
+                ancestors.push(p.to_path_buf());
+            }
+            a = p.parent();
+        }
+    }
+    ancestors.sort_by_key(|p| p.as_os_str().len());
+    for a in &ancestors {
+        mount(Some(a), a, libc::MS_BIND | libc::MS_REC)?;
+    }
     let mut noexec = Vec::new();
     let points: Vec<PathBuf> = mountinfo().into_iter().map(|m| m.point).collect();
     for point in &points {
