@@ -43,14 +43,27 @@ pub fn default_policy(
         profile.as_str(),
         policy_path(&workspace)?
     );
+    let mut mutable_roots = sides.mutable_roots.clone();
     if let Some(audit) = audit {
         let audit = absolute(audit)?;
         text.push_str(&format!("audit_log = \"{}\"\n", policy_path(&audit)?));
+        // A log outside the write set joins it, as a file: every layer then treats it as
+        // written, never run (the guard refuses to load it, Landlock to execute it, the
+        // mount namespace makes it noexec).
+        let inside = |roots: &[PathBuf]| roots.iter().any(|r| audit.starts_with(r));
+        let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .any(|r| {
+                audit.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
+            });
+        if !builtin && !audit.starts_with(&workspace) && !inside(&mutable_roots) {
+            mutable_roots.push(audit);
+        }
     }
     if seal {
         text.push_str("seal = true\n");
     }
-    text.push_str(&policy_list("mutable_roots", &sides.mutable_roots)?);
+    text.push_str(&policy_list("mutable_roots", &mutable_roots)?);
     text.push_str(&policy_list("exec_dirs", &sides.exec_dirs)?);
     for rt in runtimes {
         text.push_str(&rt.to_policy()?);
@@ -398,8 +411,7 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
     let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
-        .with_exec_dirs(policy.exec_dirs().map(path))
-        .with_append_files(policy.audit_log().map(path));
+        .with_exec_dirs(policy.exec_dirs().map(path));
     match policy.profile() {
         Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
         _ => p,

@@ -489,7 +489,7 @@ fn an_audit_log_outside_the_write_set_is_written_never_run() {
         let w = World::new(who, "audit-outside");
         let log = w.owned.join("audit.jsonl");
         let script = format!(
-            "cat {payload} > {log} && chmod +x {log} && {wx} exec {log}; cp /bin/true ./x; ./x",
+            "cat {payload} > {log} && chmod +x {log} && {wx} exec {log}; /lib64/ld-linux-x86-64.so.2 {log} 2>/dev/null; cp /bin/true ./x; ./x",
             payload = s(&tools().argv),
             log = s(&log),
             wx = s(&wx)
