@@ -171,7 +171,7 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
         ("submodule", Some(_), "update") if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
             refuse("update=!command runs a command")
         }
-        ("init", None, "templatedir") => Err(Refusal::new(
+        ("init", None, "templatedir") if value.is_some_and(|v| !v.trim().is_empty()) => Err(Refusal::new(
             Reason::ConfigKey,
             format!("{source}: {key} (copies hooks into new repositories)"),
         )
@@ -182,6 +182,14 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
         )
         .with_hint("put the hook in .git/hooks instead")),
         ("tar", Some(_), "command") => refuse("runs an archive filter"),
+        ("pull", None, "twohead" | "octopus")
+            if value.is_some_and(|v| {
+                v.split_ascii_whitespace()
+                    .any(|s| !super::options::OWN_MERGE_STRATEGIES.contains(&s))
+            }) =>
+        {
+            refuse("a merge strategy that is not git's own runs git-merge-<name> from PATH")
+        }
         ("alias", _, _) if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
             Err(Refusal::new(Reason::AliasShell, format!("{source}: {key} (shell alias)")))
         }
@@ -196,7 +204,8 @@ pub const OWN_REMOTE_HELPERS: &[&str] = &["http", "https", "ftp", "ftps", "fd"];
 /// Credential helpers git ships itself (`git-credential-<name>`).
 const OWN_CREDENTIAL_HELPERS: &[&str] = &["store", "cache"];
 
-fn is_git_bool(value: Option<&str>) -> bool {
+/// A git boolean in any spelling (or the implicit `true` of a bare key).
+pub fn is_git_bool(value: Option<&str>) -> bool {
     match value {
         None => true,
         Some(v) => {
@@ -749,6 +758,8 @@ mod tests {
             ("alias.x", Some("!sh")),
             ("alias.x", Some("  !sh")),
             ("tar.tgz.command", Some("x")),
+            ("pull.twohead", Some("evil")),
+            ("pull.octopus", Some("octopus evil")),
         ];
         for (k, v) in refused {
             assert!(
@@ -791,6 +802,7 @@ mod tests {
             ("url.https://github.com/.insteadOf", Some("gh:")),
             ("url./srv/mirror/.insteadOf", Some("https://h/")),
             ("trace2.eventTarget", Some("/tmp/t")),
+            ("pull.twohead", Some("ort")),
             ("alias.co", Some("checkout")),
             ("remote.origin.url", Some("https://example.invalid/x")),
             ("color.ui", Some("auto")),
