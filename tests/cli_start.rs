@@ -237,6 +237,16 @@ fn broad_and_non_directory_workspaces_are_refused() {
             assert!(o.stderr.contains(code), "{label} {}\n{o}", ws.display());
             assert!(!o.stdout.contains("type=bind"), "{label}\n{o}");
         }
+        // Under sudo, the invoking user's home is the operator's too.
+        if let Identity::User(u) = who {
+            let o = run(cli(&f, &Identity::Current)
+                .env("SUDO_USER", &u.name)
+                .args(["run", "--workspace"])
+                .arg(&u.home)
+                .args(["--", "true"]));
+            assert_eq!(o.code, Some(2), "sudo\n{o}");
+            assert!(o.stderr.contains("workspace_too_broad"), "sudo\n{o}");
+        }
         // The default workspace (the current directory) is checked too.
         let o = run(cli(&f, &who)
             .current_dir("/etc")
