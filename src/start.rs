@@ -80,9 +80,7 @@ pub fn audit_first_command(
         return Ok(());
     };
     let (decision, reason, path) = match verdict {
-        Verdict::Allow(reason)
-            if policy.audit_allow() || *reason == execguard_policy::Reason::Breakglass =>
-        {
+        Verdict::Allow(reason) if policy.audit_allow() || *reason == Reason::Breakglass => {
             (Decision::Allow, *reason, target)
         }
         Verdict::Deny { reason, path, .. } => (Decision::Deny, *reason, path.as_bytes()),
