@@ -58,8 +58,7 @@ pub fn check_audit_log(policy: &Policy<'_>, log: &[u8]) -> Result<()> {
             .is_none()
         {
             bail!(
-                "audit_unwritable: the audit log {} lies outside the write set of the policy, which is all a sealed session may write; add it to mutable_roots or name a file in the workspace, $HOME or /tmp",
-                String::from_utf8_lossy(log)
+                "audit_unwritable: the audit log {shown} lies outside the write set of the policy, which is all a sealed session may write; add it to mutable_roots or name a file in the workspace, $HOME or /tmp"
             );
         }
     }
