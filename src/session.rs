@@ -159,6 +159,9 @@ pub struct HostSides {
 pub struct ExecDirChoice {
     pub add: Vec<PathBuf>,
     pub remove: Vec<PathBuf>,
+    /// Write the operator's record of exec dirs when there is none (`execguard run` does;
+    /// `check` and `policy default` only show what a run would use).
+    pub record: bool,
 }
 
 /// The toolchain directories under `$HOME` that hold programs a session runs.
@@ -217,6 +220,7 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
         recorded.as_deref(),
     )?;
     match &recorded {
+        None if !choice.record => {}
         None => {
             write_exec_dir_record(&record, &sides.discovered)?;
             eprintln!(
@@ -236,7 +240,7 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
         }
     }
     // The record itself is read-only to the session, like the exec dirs.
-    if let Some(dir) = record.parent() {
+    if let Some(dir) = record.parent().filter(|d| d.is_dir()) {
         if !sides.exec_dirs.iter().any(|e| dir.starts_with(e)) {
             sides.exec_dirs.push(dir.to_path_buf());
         }

@@ -91,6 +91,7 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         &session::ExecDirChoice {
             add: args.exec_dir.clone(),
             remove: args.no_exec_dir.clone(),
+            record: true,
         },
     )?;
     Ok(Loaded {
