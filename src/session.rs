@@ -561,6 +561,7 @@ mod tests {
             let choice = ExecDirChoice {
                 add: add.iter().map(|p| c(p)).collect(),
                 remove: remove.iter().map(|p| c(p)).collect(),
+                record: false,
             };
             let cands: Vec<PathBuf> = cands.iter().map(|p| c(p)).collect();
             let got = sides_from(&ws, Some(&home), &cands, &choice, None);
