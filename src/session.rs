@@ -109,6 +109,8 @@ pub fn guard_library() -> Result<PathBuf> {
         dir.join("../lib/execguard").join(LIB_NAME),
         PathBuf::from("/usr/local/lib/execguard").join(LIB_NAME),
         PathBuf::from("/usr/lib/execguard").join(LIB_NAME),
+        // The image's place (docs/image.md).
+        PathBuf::from("/usr/local/lib").join(LIB_NAME),
     ];
     for c in &candidates {
         if c.is_file() {
