@@ -798,3 +798,39 @@ fn check_config_command(args: &[OsString]) -> Result<(), Refusal> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn todo_exec_lines_as_the_sequencer_reads_them() {
+        for (todo, exec) in [
+            ("pick 1 a\nexec make\n", true),
+            ("pick 1 a\n  x make\n", true),
+            ("\tx\tmake\n", true),
+            ("pick 1 a\n# exec make\n", false),
+            ("pick 1 exec\nreword 2 x\n", false),
+            ("execute\nxx\n", false),
+            ("", false),
+        ] {
+            assert_eq!(todo_exec_line(todo).is_some(), exec, "{todo:?}");
+        }
+    }
+
+    #[test]
+    fn credential_helpers_are_judged_as_the_list_git_builds() {
+        let e = |v: &str| ConfigEntry::new("credential.helper", Some(v));
+        let own = [e("store"), e("cache --timeout=1")];
+        assert!(check_credential_helpers(own.iter()).is_ok());
+        let foreign = [e("!gh auth git-credential"), e("store")];
+        assert!(check_credential_helpers(foreign.iter()).is_err());
+        let cleared = [e("!gh auth git-credential"), e(""), e("store")];
+        assert!(check_credential_helpers(cleared.iter()).is_ok());
+        let url = [ConfigEntry::new(
+            "credential.https://h.helper",
+            Some("/usr/bin/x"),
+        )];
+        assert!(check_credential_helpers(url.iter()).is_err());
+    }
+}
