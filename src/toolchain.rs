@@ -423,7 +423,7 @@ extern "C" fn forward_signal(sig: libc::c_int) {
 
 /// Rule 3 of `wrappers/README.md` for a strict host session: record the control files of the
 /// repository `workspace` is in, then fork. The child returns and becomes the session; this
-/// process stays outside it (unsealed, unguarded), passes signals on, waits, quarantines what
+/// process stays outside it (unsealed, unguarded), passes SIGTERM/SIGHUP on, waits, quarantines what
 /// the session planted (one audit record per file, one notice line on stderr) and exits with
 /// the session's status. Outside a repository nothing is forked.
 pub fn supervise_repository(
@@ -455,7 +455,13 @@ pub fn supervise_repository(
         return Ok(());
     }
     SESSION_CHILD.store(child, std::sync::atomic::Ordering::Relaxed);
-    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+    // The terminal sends SIGINT/SIGQUIT to the session itself (same process group): ignore
+    // them here, as system(3) does. SIGTERM/SIGHUP sent to this pid are passed on.
+    for sig in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: SIG_IGN takes no handler code.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    for sig in [libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only loads an atomic and calls kill, both async-signal-safe.
         unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
     }
