@@ -3,9 +3,7 @@
 use execguard_os::LibcSys;
 use execguard_policy::path::PathBuf as PathBytes;
 use execguard_policy::sys::Sys;
-use execguard_policy::{
-    decide, decide_launch, Context, Policy, Request, RuntimeIds, Target, Verdict,
-};
+use execguard_policy::{decide_launch, Context, Policy, Request, RuntimeIds, Target, Verdict};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
@@ -32,7 +30,11 @@ pub struct Decision {
     pub verdict: Verdict,
     /// What was decided: the resolved program, or the bare name when PATH has none.
     pub target: Vec<u8>,
-    /// Under the seal, for a mutable script: the interpreter to exec and its full argv.
+    /// The name to hand the kernel for `target`: its canonical name when the resolved one went
+    /// through the write set (so a rename after the decision changes nothing), else `target`.
+    pub program: Vec<u8>,
+    /// For a mutable script: the interpreter to exec (by the name the kernel must be handed)
+    /// and its full argv, as the kernel's `binfmt_script` would have built it.
     pub launch: Option<(Vec<u8>, Vec<Vec<u8>>)>,
 }
 
@@ -63,6 +65,7 @@ pub fn decide_command(
         return Decision {
             verdict: Verdict::Kernel(execguard_policy::sys::ENOENT),
             target: program.to_vec(),
+            program: program.to_vec(),
             launch: None,
         };
     };
@@ -78,19 +81,21 @@ pub fn decide_command(
         argv: &argv_refs[..],
         envp: &env_refs[..],
     };
-    if policy.seal() {
-        let (verdict, launch) = decide_launch(&mut sys, &ctx, &req);
-        let launch = launch.map(|l| (l.program().to_vec(), l.argv().map(<[u8]>::to_vec).collect()));
-        return Decision {
-            verdict,
-            target,
-            launch,
-        };
-    }
+    let mut exec_as = Box::new(PathBytes::new());
+    let (verdict, launch) = decide_launch(&mut sys, &ctx, &req, &mut exec_as);
+    let exec_as = (!exec_as.as_bytes().is_empty()).then(|| exec_as.as_bytes().to_vec());
+    let launch = launch.map(|l| {
+        let program = exec_as.clone().unwrap_or_else(|| l.program().to_vec());
+        (program, l.argv().map(<[u8]>::to_vec).collect())
+    });
     Decision {
-        verdict: decide(&mut sys, &ctx, &req),
+        verdict,
+        program: match (&launch, exec_as) {
+            (None, Some(name)) => name,
+            _ => target.clone(),
+        },
         target,
-        launch: None,
+        launch,
     }
 }
 

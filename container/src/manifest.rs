@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -232,7 +231,7 @@ pub fn verify_manifest(
         path: mpath.clone(),
         source,
     })?;
-    if !meta.file_type().is_file() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+    if !meta.file_type().is_file() || !sys::is_root_owned_not_shared(&meta) {
         return Err(ManifestError::ManifestUntrusted { path: mpath });
     }
     let bytes = sys::read_limited(fd, MANIFEST_LIMIT).map_err(|source| {

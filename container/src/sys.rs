@@ -277,9 +277,10 @@ pub fn getppid() -> i32 {
     unsafe { libc::getppid() }
 }
 
-/// True when `meta` is owned by root and writable by nobody but its owner.
+/// True when `meta` is owned by root and writable by nobody but its owner (the one trust rule,
+/// [`execguard_os::trusted_mode`]).
 pub fn is_root_owned_not_shared(meta: &std::fs::Metadata) -> bool {
-    meta.uid() == 0 && meta.mode() & 0o022 == 0
+    execguard_os::trusted_mode(meta.uid(), meta.mode())
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
     if let Some(log) = policy.audit_log() {
-        start::check_audit_log(log)?;
+        start::check_audit_log(&policy, log)?;
         if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
             start::announce_default_log(log);
         }
@@ -209,7 +209,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         toolchain::supervise_repository(workspace, log, policy.profile())?;
     }
     // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
-    if policy.seal() && host {
+    if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
         let report = session::seal(&policy).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -218,9 +218,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 eprintln!("execguard: {line}");
             }
         }
+        session::record_assurance(&policy, true, &report.assurance.to_string(), &args.command)?;
+    } else if host {
+        let why = if policy.profile() == Profile::Breakglass {
+            "reduced:breakglass"
+        } else {
+            "reduced:unsealed"
+        };
+        if args.verbose {
+            eprintln!("execguard: assurance: {why}");
+        }
+        session::record_assurance(&policy, false, why, &args.command)?;
     }
-    // Under the seal the kernel refuses a mutable script itself: start its interpreter with the
-    // argv the kernel would have built, as the guard does for every later exec.
+    // A mutable script starts through its interpreter with the argv the kernel would have
+    // built (under the seal the kernel refuses the script itself; unsealed, a swap after the
+    // decision must change nothing), as the guard does for every later exec.
     let (program, arg0, rest): (OsString, OsString, Vec<OsString>) = match decision.launch {
         Some((program, argv)) => {
             let mut argv = argv.into_iter().map(crate::exec::os);
@@ -228,7 +240,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             (crate::exec::os(program), arg0, argv.collect())
         }
         None => (
-            crate::exec::os(decision.target.clone()),
+            crate::exec::os(decision.program.clone()),
             args.command[0].clone(),
             args.command[1..].to_vec(),
         ),

@@ -20,7 +20,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 pub use git::files::FileConfig;
-pub use git::shim::build_git_exec_path_shim;
+pub use git::shim::{build_git_exec_path_shim, git_exec_path_shim_is_current};
 pub use git::{
     check_git_with, ConfigReader, GitContext, GitPlan, RepoSelection, ShimRule, StaticConfig,
 };

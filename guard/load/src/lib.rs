@@ -10,8 +10,8 @@
 //! When the policy names `runtime_profile`, a root-owned file there (written by the container
 //! entrypoint) may replace the profile; a file that exists but is not trustworthy is an error.
 
+use execguard_os::Distrust;
 use execguard_policy::{Policy, PolicyError, Profile, Reason};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 pub const SYSTEM_POLICY: &str = "/etc/execguard/policy.toml";
@@ -70,7 +70,7 @@ impl std::fmt::Display for LoadError {
             ),
             LoadError::Untrusted(what) => write!(
                 f,
-                "{what} must be a regular file owned by root and writable only by root"
+                "{what} must be a regular file owned by root and writable only by root, in directories likewise"
             ),
             LoadError::Unreadable(what, e) => write!(f, "cannot read {what}: {e}"),
             LoadError::Invalid(what, e) => write!(f, "{what}: {e}"),
@@ -80,42 +80,29 @@ impl std::fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// Is this file root-owned, regular and writable by root alone?
-pub fn is_trusted_file(meta: &std::fs::Metadata) -> bool {
-    meta.is_file() && meta.uid() == 0 && meta.mode() & 0o022 == 0
-}
-
-/// Reads a file that must be trusted, without following a symlink at the last component.
+/// Reads a file that must be trusted ([`execguard_os::trusted_file`]: the one trust rule).
 fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
     let shown = || path.display().to_string();
-    let mut file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_o_nofollow())
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(LoadError::Unreadable(shown(), e)),
+    let file = match execguard_os::trusted_file(path.as_os_str().as_bytes()) {
+        // SAFETY: trusted_file returned a descriptor it opened, owned from here on.
+        Ok((fd, _)) => unsafe { std::fs::File::from_raw_fd(fd) },
+        Err(Distrust::Missing) => return Ok(None),
+        Err(Distrust::Unopenable(e)) => {
+            return Err(LoadError::Unreadable(
+                shown(),
+                std::io::Error::from_raw_os_error(e),
+            ))
+        }
+        Err(_) => return Err(LoadError::Untrusted(shown())),
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| LoadError::Unreadable(shown(), e))?;
-    if !is_trusted_file(&meta) {
-        return Err(LoadError::Untrusted(shown()));
-    }
     let mut text = Vec::new();
-    file.by_ref()
-        .take(execguard_policy::policy::MAX_POLICY_BYTES as u64 + 1)
+    file.take(execguard_policy::policy::MAX_POLICY_BYTES as u64 + 1)
         .read_to_end(&mut text)
         .map_err(|e| LoadError::Unreadable(shown(), e))?;
     Ok(Some(text))
-}
-
-const fn libc_o_nofollow() -> i32 {
-    // O_NOFOLLOW is 0o400000 on x86_64 and aarch64 (asm-generic); this crate avoids libc.
-    0o400000
 }
 
 /// Loads the policy in force for this process.

@@ -273,6 +273,17 @@ impl Sys for LibcSys {
         ok && self.stat(path).is_ok_and(|i| i.is_regular())
     }
 
+    fn may_write(&mut self, path: &[u8]) -> bool {
+        // SAFETY: `c` is NUL-terminated.
+        with_c_path(path, |c| unsafe { raw::writable(c) }).unwrap_or(false)
+    }
+
+    fn bypasses_permissions(&mut self) -> bool {
+        // Root owns the system's files (its owner bits let it write them); CAP_DAC_OVERRIDE
+        // (root's, or one kept across setuid before an exec) makes every access check pass.
+        raw::geteuid() == 0 || raw::has_effective_cap(raw::CAP_DAC_OVERRIDE)
+    }
+
     fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
         let (buf, room) = (out.as_mut_ptr() as c_long, out.len() as c_long);
         // SAFETY: readlinkat writes at most `room` bytes at `buf`.
@@ -308,6 +319,77 @@ impl Sys for LibcSys {
         // SAFETY: `how` is a readable open_how of the size passed.
         unsafe { call_at_cwd(libc::SYS_openat2, path, how.as_ptr() as c_long, size) }
             .map(|fd| fd as c_int)
+    }
+}
+
+/// Why a control file (the policy, the runtime-profile state, a manifest) is not trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distrust {
+    /// It does not exist (`ENOENT`): callers decide whether that is an error.
+    Missing,
+    /// It cannot be opened (a symlink at the last component gives `ELOOP`), with the errno.
+    Unopenable(Errno),
+    /// Not a regular file.
+    NotRegular,
+    /// Not owned by root, or writable by group or others.
+    Writable,
+    /// A directory above it is not owned by root or is writable by group or others: someone
+    /// else could replace the file.
+    Replaceable,
+}
+
+/// The one trust rule for control files' metadata: owned by root and writable by root alone.
+pub fn trusted_mode(uid: u32, mode: u32) -> bool {
+    uid == 0 && mode & 0o022 == 0
+}
+
+/// Opens a control file only root can have written (the one trust predicate, for the policy
+/// file, the runtime-profile state and the container's manifests): opened without following a
+/// symlink at the last component (`O_NOFOLLOW`), regular, [`trusted_mode`], and every
+/// directory above it [`trusted_mode`] too (or root-owned and sticky, as `/tmp` is). Returns the open descriptor (the caller reads and
+/// closes it) and its status. `path` must be absolute.
+pub fn trusted_file(path: &[u8]) -> Result<(c_int, libc::stat), Distrust> {
+    if !path.starts_with(b"/") {
+        return Err(Distrust::Unopenable(libc::EINVAL));
+    }
+    let c = CPath::new(path).map_err(Distrust::Unopenable)?;
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    // SAFETY: `c` is NUL-terminated.
+    let fd = match unsafe { raw::open(c.ptr(), flags, 0) } {
+        Ok(fd) => fd,
+        Err(libc::ENOENT) => return Err(Distrust::Missing),
+        Err(e) => return Err(Distrust::Unopenable(e)),
+    };
+    let verdict = (|| {
+        let st = raw::fstat(fd).map_err(Distrust::Unopenable)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(Distrust::NotRegular);
+        }
+        if !trusted_mode(st.st_uid, st.st_mode) {
+            return Err(Distrust::Writable);
+        }
+        let mut dir = path;
+        while let Some(cut) = dir.iter().rposition(|&b| b == b'/') {
+            dir = if cut == 0 { b"/" } else { &dir[..cut] };
+            let info = LibcSys.stat(dir).map_err(|_| Distrust::Replaceable)?;
+            // A sticky root-owned directory (`/tmp`) lets no one else rename or remove the
+            // root-owned entry below it, which the previous step checked.
+            let sticky = info.uid == 0 && info.mode & libc::S_ISVTX != 0;
+            if !trusted_mode(info.uid, info.mode) && !sticky {
+                return Err(Distrust::Replaceable);
+            }
+            if cut == 0 {
+                break;
+            }
+        }
+        Ok(st)
+    })();
+    match verdict {
+        Ok(st) => Ok((fd, st)),
+        Err(e) => {
+            raw::close(fd);
+            Err(e)
+        }
     }
 }
 

@@ -236,11 +236,28 @@ pub fn realtime() -> (i64, i64) {
 /// # Safety
 /// `path` is a valid NUL-terminated string.
 pub unsafe fn executable(path: *const c_char) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { access(path, libc::X_OK) }
+}
+
+/// Whether the effective user may write `path` (`faccessat(..., W_OK, AT_EACCESS)`): the
+/// kernel's answer, with ACLs, and `EROFS` for a read-only mount.
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string.
+pub unsafe fn writable(path: *const c_char) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { access(path, libc::W_OK) }
+}
+
+/// # Safety
+/// `path` is a valid NUL-terminated string.
+unsafe fn access(path: *const c_char, mode: c_int) -> bool {
     let at = libc::AT_FDCWD as c_long;
     let a = [
         at,
         path as c_long,
-        libc::X_OK as c_long,
+        mode as c_long,
         libc::AT_EACCESS as c_long,
         0,
         0,
@@ -256,6 +273,38 @@ pub unsafe fn executable(path: *const c_char) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// `CAP_DAC_OVERRIDE` (linux/capability.h): bypass file read, write and execute checks.
+pub const CAP_DAC_OVERRIDE: u32 = 1;
+
+/// Is capability `cap` (e.g. [`CAP_DAC_OVERRIDE`]) in this thread's effective set? (`capget`;
+/// false if the kernel will not say.)
+pub fn has_effective_cap(cap: u32) -> bool {
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // struct __user_cap_header_struct { version, pid } and two __user_cap_data_struct
+    // { effective, permitted, inheritable } (64 capability bits).
+    let mut header = [LINUX_CAPABILITY_VERSION_3, 0u32];
+    let mut data = [0u32; 6];
+    let a = [
+        header.as_mut_ptr() as c_long,
+        data.as_mut_ptr() as c_long,
+        0,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: both pointers refer to live, writable arrays of the sizes the kernel expects.
+    if unsafe { call(libc::SYS_capget, a) }.is_err() || cap >= 64 {
+        return false;
+    }
+    let word = data[(cap / 32) as usize * 3];
+    word & (1 << (cap % 32)) != 0
+}
+
+pub fn geteuid() -> libc::uid_t {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { syscall6(libc::SYS_geteuid, [0; 6]) as libc::uid_t }
 }
 
 /// Ends the process with `SIGABRT` (as `abort()` does), without libc: default action,
@@ -409,16 +458,16 @@ pub unsafe fn stat(path: *const c_char) -> Result<libc::stat, c_int> {
     unsafe { call(libc::SYS_newfstatat, a) }.map(|_| st)
 }
 
-pub fn geteuid() -> libc::uid_t {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    unsafe { syscall6(libc::SYS_geteuid, [0; 6]) as libc::uid_t }
-}
-
-/// Is `gid` the effective group or one of the supplementary groups (as the kernel's
-/// `in_group_p` asks)? At most 256 supplementary groups are looked at.
-pub fn in_group(gid: libc::gid_t) -> bool {
-    // SAFETY: getegid takes no arguments and cannot fail.
-    if unsafe { syscall6(libc::SYS_getegid, [0; 6]) } as libc::gid_t == gid {
+/// Is `gid` the effective (or, for `access()`, the real) group or one of the supplementary
+/// groups, as the kernel's `in_group_p` asks? At most 256 supplementary groups are looked at.
+pub fn in_group(gid: libc::gid_t, effective: bool) -> bool {
+    let own = if effective {
+        libc::SYS_getegid
+    } else {
+        libc::SYS_getgid
+    };
+    // SAFETY: getegid/getgid take no arguments and cannot fail.
+    if unsafe { syscall6(own, [0; 6]) } as libc::gid_t == gid {
         return true;
     }
     let mut groups = [0 as libc::gid_t; 256];

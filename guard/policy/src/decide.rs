@@ -251,6 +251,9 @@ struct Hop {
     head: [u8; BINPRM_BUF_SIZE],
     head_len: usize,
     readable: bool,
+    /// Could the session make the name this hop was opened by lead elsewhere (it went through
+    /// the write set)? Then the kernel must be handed `kpath` instead.
+    touched: bool,
     kpath: PathBuf,
 }
 
@@ -261,20 +264,69 @@ impl Hop {
             head: [0; BINPRM_BUF_SIZE],
             head_len: 0,
             readable: true,
+            touched: false,
             kpath: PathBuf::new(),
         }
     }
 }
 
+/// The one "mutable" predicate (docs/write-set.md): may the session change the file the kernel
+/// names `kpath`? It may when the file lies in the write set (outside the exec dirs), and, when
+/// the kernel does not enforce the partition (no seal), when the session's user could write it
+/// or any directory above it by permission (a directory it can write lets it replace the file).
+/// A file with no name on disk is mutable too. Used for targets, interpreters, loader
+/// programs, preloaded objects, library directories and `dlopen`.
+pub fn is_mutable<S: Sys>(sys: &mut S, policy: &Policy<'_>, kpath: &[u8], nlink: u64) -> bool {
+    is_anonymous(kpath)
+        || nlink == 0
+        || policy.mutable_root_of(kpath).is_some()
+        || (!policy.seal() && writable_by_session(sys, kpath))
+}
+
+/// May the session's user (not root: it bypasses permissions) write `path` or a directory
+/// above it?
+fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
+    if !path.starts_with(b"/") || sys.bypasses_permissions() {
+        return false;
+    }
+    let mut p = path;
+    loop {
+        if sys.may_write(p) {
+            return true;
+        }
+        match p.iter().rposition(|&c| c == b'/') {
+            Some(0) if p.len() > 1 => p = b"/",
+            Some(i) if i > 0 => p = &p[..i],
+            _ => return false,
+        }
+    }
+}
+
+/// Could the session make a name that goes through `prefix` lead elsewhere (the write set,
+/// or, unsealed, a directory it can write)?
+fn redirectable<S: Sys>(sys: &mut S, policy: &Policy<'_>, prefix: &[u8]) -> bool {
+    policy.in_write_set(prefix)
+        || (!policy.seal() && !sys.bypasses_permissions() && sys.may_write(prefix))
+}
+
 /// Opens, identifies and reads the head of one file into `hop` (filled in place: a `Hop` is
 /// over 4 KiB, and moving it cost more than the checks).
-fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Result<(), Verdict> {
+fn inspect<S: Sys>(
+    sys: &mut S,
+    policy: &Policy<'_>,
+    at: At<'_>,
+    follow: bool,
+    hop: &mut Hop,
+) -> Result<(), Verdict> {
     hop.head_len = 0;
     hop.readable = true;
     if let (At::Cwd(path), true) = (at, follow) {
-        if let Some((fd, info)) = resolve::open_resolved(sys, path, OpenMode::Read, &mut hop.kpath)
+        let mut in_write_set = |sys: &mut S, p: &[u8]| redirectable(sys, policy, p);
+        if let Some((fd, info, touched)) =
+            resolve::open_resolved_in(sys, path, OpenMode::Read, &mut hop.kpath, &mut in_write_set)
         {
             hop.info = info;
+            hop.touched = touched;
             let head = if info.is_regular() {
                 sys.read_head(&fd, &mut hop.head)
             } else {
@@ -305,6 +357,11 @@ fn inspect<S: Sys>(sys: &mut S, at: At<'_>, follow: bool, hop: &mut Hop) -> Resu
         Ok(())
     })();
     sys.close(fd);
+    // Named through /proc: the walk is unknown, so only an absolute name that is already the
+    // kernel's own (no symlink, no `..`) counts as one the session cannot redirect.
+    let kpath = hop.kpath.as_bytes();
+    hop.touched = !matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath))
+        || redirectable(sys, policy, kpath);
     result
 }
 
@@ -412,20 +469,28 @@ where
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    match decide_chain(sys, ctx, req, &mut None) {
+    match decide_chain(sys, ctx, req, &mut None, None) {
         Ok(reason) => Verdict::Allow(reason),
         Err(verdict) => verdict,
     }
 }
 
-/// [`decide`], and for an allowed exec whose target is a script in a mutable root (directly or
-/// through nested mutable scripts), the [`Launch`] that starts it through its interpreter.
-/// Only path targets are rewritten: for fd targets the kernel's own script name is a
-/// `/dev/fd/N` path the interpreter usually cannot open.
+/// [`decide`], and what to hand the kernel so that it runs exactly what was decided, whatever
+/// the session renames in the meantime:
+/// - for an allowed exec whose target is a script in a mutable root (directly or through nested
+///   mutable scripts), the [`Launch`] that starts it through its interpreter (which reads the
+///   script as text, so a swap leaves nothing native to run). Only path targets are rewritten:
+///   for fd targets the kernel's own script name is a `/dev/fd/N` path the interpreter usually
+///   cannot open;
+/// - in `exec_as`, when the name given (the target's, or the launch interpreter's) went
+///   through the write set, the file's canonical name, which lies wholly outside it; left
+///   empty when the given name is already one the session cannot redirect (or for fd targets,
+///   which the kernel runs by the descriptor).
 pub fn decide_launch<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
+    exec_as: &mut PathBuf,
 ) -> (Verdict, Option<Launch<'r, A>>)
 where
     S: Sys,
@@ -433,7 +498,8 @@ where
     E: StrList + ?Sized,
 {
     let mut launch = None;
-    match decide_chain(sys, ctx, req, &mut launch) {
+    exec_as.truncate(0);
+    match decide_chain(sys, ctx, req, &mut launch, Some(exec_as)) {
         Ok(reason) => (Verdict::Allow(reason), launch.map(Launch)),
         Err(verdict) => (verdict, None),
     }
@@ -444,6 +510,7 @@ fn decide_chain<'r, S, A, E>(
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
     launch: &mut Option<Chain<'r, A>>,
+    mut exec_as: Option<&mut PathBuf>,
 ) -> Result<Reason, Verdict>
 where
     S: Sys,
@@ -462,7 +529,7 @@ where
 
     let (at, follow) = req.target.at();
     let mut hop = Hop::new();
-    inspect(sys, at, follow, &mut hop)?;
+    inspect(sys, policy, at, follow, &mut hop)?;
     // While every file so far is a mutable script, a launch may be needed.
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     let mut chain = Chain {
@@ -480,16 +547,30 @@ where
         }
         let kpath = hop.kpath.as_bytes();
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
-        let mutable = anonymous || policy.mutable_root_of(kpath).is_some();
+        let mutable = is_mutable(sys, policy, kpath, hop.info.nlink);
+        let mut launched_here = false;
         if all_mutable_scripts && !mutable {
             all_mutable_scripts = false;
             if depth > 0 {
                 *launch = Some(chain.clone());
+                launched_here = true;
+            }
+        }
+        // The file the kernel is handed by name (the target, or a launch's interpreter): by
+        // its canonical name when the given one went through the write set.
+        let handed = (depth == 0 && !matches!(req.target, Target::Fd(_))) || launched_here;
+        if handed && !mutable && hop.touched {
+            if let Some(out) = exec_as.take() {
+                out.push_bytes(kpath)
+                    .map_err(|_| deny(Reason::PathTooLong, kpath))?;
             }
         }
         let requested = chain.get(chain.current);
         check_allowed(policy, requested, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
+        if depth == 0 && policy.is_own_loader(requested, kpath) {
+            check_own_loader(sys, ctx, requested, chain.args(), req.envp)?;
+        }
         if !hop.readable {
             return if mutable {
                 Err(deny(Reason::UnreadableMutable, kpath))
@@ -521,6 +602,9 @@ where
                 Ok(Reason::Allowed)
             };
         };
+        if interpreter.is_empty() {
+            return Err(Verdict::Kernel(EACCES)); // `#!` alone: the kernel's own answer
+        }
         if depth + 1 == MAX_CHAIN {
             return Err(deny_errno(Reason::ShebangTooDeep, ELOOP, kpath));
         }
@@ -529,7 +613,7 @@ where
         }
         chain.enter_interpreter(interpreter, argument);
         let next = chain.get(chain.current);
-        inspect(sys, At::Cwd(next), true, &mut hop)?;
+        inspect(sys, policy, At::Cwd(next), true, &mut hop)?;
     }
     unreachable_chain()
 }
@@ -752,7 +836,7 @@ fn check_mutable_object<S: Sys>(
     };
     let kp = kpath.as_bytes();
     let anonymous = is_anonymous(kp) || info.nlink == 0;
-    if anonymous || ctx.policy.mutable_root_of(kp).is_some() {
+    if is_mutable(sys, ctx.policy, kp, info.nlink) {
         check_native(profile, anonymous, reason, kp)?;
     }
     Ok(())
@@ -833,7 +917,7 @@ fn check_loader<'a, S: Sys>(
             return Err(deny(Reason::LoaderAmbiguous, arg));
         }
         let mut hop = Hop::new();
-        inspect(sys, At::Cwd(arg), true, &mut hop).map_err(|v| match v {
+        inspect(sys, ctx.policy, At::Cwd(arg), true, &mut hop).map_err(|v| match v {
             Verdict::Kernel(_) => deny(Reason::LoaderAmbiguous, arg),
             other => other,
         })?;
@@ -841,7 +925,7 @@ fn check_loader<'a, S: Sys>(
         check_allowed(ctx.policy, arg, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
-        if anonymous || ctx.policy.mutable_root_of(kpath).is_some() {
+        if is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
             check_native(
                 ctx.policy.profile(),
                 anonymous,
@@ -850,6 +934,97 @@ fn check_loader<'a, S: Sys>(
             )?;
         }
         return Ok(());
+    }
+    Ok(())
+}
+
+/// qemu-user's options that take a separate value (valgrind's never do: `--opt=value`).
+const QEMU_VALUED: [&[u8]; 17] = [
+    b"-g",
+    b"-L",
+    b"-s",
+    b"-cpu",
+    b"-E",
+    b"-U",
+    b"-0",
+    b"-r",
+    b"-d",
+    b"-D",
+    b"-dfilter",
+    b"-p",
+    b"-seed",
+    b"-trace",
+    b"-plugin",
+    b"-B",
+    b"-R",
+];
+
+/// A program with its own loader (valgrind, qemu-user, ...; the policy's `own_loaders`) maps
+/// the program named by its first non-option argument without exec'ing it: refused, as for
+/// the dynamic loader, when that is an ELF file from a mutable root. A name without `/` is
+/// looked up both as a file in the current directory (qemu) and on `PATH` (valgrind).
+#[inline(never)]
+fn check_own_loader<'a, S: Sys, E: StrList + ?Sized>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    loader: &[u8],
+    mut args: impl Iterator<Item = &'a [u8]>,
+    envp: &E,
+) -> Result<(), Verdict> {
+    let qemu = basename(loader).starts_with(b"qemu-");
+    let program = loop {
+        let Some(arg) = args.next() else {
+            return Ok(());
+        };
+        if arg == b"--" {
+            match args.next() {
+                Some(p) => break p,
+                None => return Ok(()),
+            }
+        }
+        if !arg.starts_with(b"-") || arg == b"-" {
+            break arg;
+        }
+        if qemu && QEMU_VALUED.contains(&arg) {
+            args.next();
+        }
+    };
+    check_loaded_program(sys, ctx, program)?;
+    if !program.contains(&b'/') {
+        let search = env_get(envp, b"PATH").unwrap_or(DEFAULT_PATH);
+        for dir in search.split(|&c| c == b':') {
+            let Ok(candidate) = PathBuf::join(dir, program) else {
+                continue;
+            };
+            if sys.is_executable(candidate.as_bytes()) {
+                return check_loaded_program(sys, ctx, candidate.as_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One program a loader of its own would map: refused when it is a mutable (or anonymous) ELF.
+fn check_loaded_program<S: Sys>(
+    sys: &mut S,
+    ctx: &Context<'_, '_>,
+    program: &[u8],
+) -> Result<(), Verdict> {
+    let mut hop = Hop::new();
+    if inspect(sys, ctx.policy, At::Cwd(program), true, &mut hop).is_err() || !hop.info.is_regular()
+    {
+        return Ok(()); // nothing there to map: the loader fails on its own
+    }
+    let kpath = hop.kpath.as_bytes();
+    let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
+    let elf = hop.head[..hop.head_len].starts_with(b"\x7fELF");
+    if (elf || !hop.readable) && is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
+        check_native(
+            ctx.policy.profile(),
+            anonymous,
+            Reason::MutableNative,
+            kpath,
+        )?;
     }
     Ok(())
 }

@@ -25,7 +25,7 @@
 //! repeated keys, escapes, other tables, too many entries, non-canonical paths. Every document
 //! this parser accepts means the same to a full TOML parser (a test checks it).
 
-use crate::path::{is_canonical_root, is_under, may_be_under};
+use crate::path::{basename, is_canonical_root, is_under, may_be_under};
 use crate::text::Lossy;
 use crate::Profile;
 
@@ -34,6 +34,33 @@ pub const MAX_POLICY_BYTES: usize = 16 * 1024;
 pub const MAX_ROOTS: usize = 32;
 pub const MAX_ALLOWED: usize = 256;
 pub const MAX_RUNTIMES: usize = 32;
+/// Most `own_loaders` entries.
+pub const MAX_OWN_LOADERS: usize = 32;
+
+/// Programs that map a program named in their arguments with a loader of their own, never
+/// exec'ing it (so the kernel and the seal never see it): refused like the dynamic loader
+/// when that program is a mutable ELF. Basenames, or absolute paths (a directory covers every
+/// program beneath it). The policy's `own_loaders` replaces this list.
+pub const DEFAULT_OWN_LOADERS: [&[u8]; 18] = [
+    b"valgrind",
+    b"valgrind.bin",
+    b"/usr/libexec/valgrind",
+    b"/usr/lib/valgrind",
+    b"qemu-x86_64",
+    b"qemu-x86_64-static",
+    b"qemu-aarch64",
+    b"qemu-aarch64-static",
+    b"qemu-i386",
+    b"qemu-i386-static",
+    b"qemu-arm",
+    b"qemu-arm-static",
+    b"qemu-riscv64",
+    b"qemu-riscv64-static",
+    b"box64",
+    b"box86",
+    b"FEXInterpreter",
+    b"FEXLoader",
+];
 
 /// Roots that are always mutable, whatever the policy says.
 pub const BUILTIN_MUTABLE_ROOTS: [&[u8]; 5] =
@@ -74,6 +101,8 @@ pub struct Index {
     n_allowed: usize,
     runtimes: [[Span; 3]; MAX_RUNTIMES],
     n_runtimes: usize,
+    /// `None`: the key is absent and [`DEFAULT_OWN_LOADERS`] applies.
+    own_loaders: Option<([Span; MAX_OWN_LOADERS], usize)>,
 }
 
 impl Index {
@@ -92,6 +121,7 @@ impl Index {
         n_allowed: 0,
         runtimes: [[Span { start: 0, len: 0 }; 3]; MAX_RUNTIMES],
         n_runtimes: 0,
+        own_loaders: None,
     };
 }
 
@@ -346,6 +376,7 @@ const KEY_PATH: u16 = 1 << 9;
 const KEY_WRAPPER: u16 = 1 << 10;
 const KEY_SEAL: u16 = 1 << 11;
 const KEY_EXEC_DIRS: u16 = 1 << 12;
+const KEY_OWN_LOADERS: u16 = 1 << 13;
 const RUNTIME_KEYS: u16 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
 
 fn is_command_name(s: &[u8]) -> bool {
@@ -414,6 +445,7 @@ impl<'a> Policy<'a> {
                 (false, b"runtime_profile") => KEY_RUNTIME_PROFILE,
                 (false, b"seal") => KEY_SEAL,
                 (false, b"exec_dirs") => KEY_EXEC_DIRS,
+                (false, b"own_loaders") => KEY_OWN_LOADERS,
                 (true, b"name") => KEY_NAME,
                 (true, b"path") => KEY_PATH,
                 (true, b"wrapper") => KEY_WRAPPER,
@@ -477,6 +509,25 @@ impl<'a> Policy<'a> {
                             return Err(c.err(PolicyErrorKind::TooMany(key)));
                         }
                         roots[*n] = v;
+                        *n += 1;
+                        Ok(())
+                    })?;
+                }
+                KEY_OWN_LOADERS => {
+                    let (list, n) = idx
+                        .own_loaders
+                        .insert(([Span::default(); MAX_OWN_LOADERS], 0));
+                    c.array(|c, v| {
+                        let e = s(v);
+                        if !(is_command_name(e) || is_canonical_root(e)) {
+                            return Err(c.err(PolicyErrorKind::BadValue(
+                                "own loader must be a basename or an absolute canonical path",
+                            )));
+                        }
+                        if *n == MAX_OWN_LOADERS {
+                            return Err(c.err(PolicyErrorKind::TooMany("own_loaders")));
+                        }
+                        list[*n] = v;
                         *n += 1;
                         Ok(())
                     })?;
@@ -600,6 +651,13 @@ impl<'a> Policy<'a> {
             })
     }
 
+    /// Does `canonical_path` lie in the write set, exec dirs included (the session may rename or
+    /// replace what is there, even where it may not write into an exec dir itself)?
+    pub fn in_write_set(&self, canonical_path: &[u8]) -> bool {
+        self.mutable_roots()
+            .any(|root| is_under(canonical_path, root) || may_be_under(canonical_path, root))
+    }
+
     pub fn has_allow_list(&self) -> bool {
         self.index.n_allowed > 0
     }
@@ -608,6 +666,32 @@ impl<'a> Policy<'a> {
         self.index.allowed[..self.index.n_allowed]
             .iter()
             .map(|&s| self.get(s))
+    }
+
+    /// The programs that load a program of their own (`own_loaders`, else
+    /// [`DEFAULT_OWN_LOADERS`]).
+    pub fn own_loaders(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        let (listed, defaults) = match &self.index.own_loaders {
+            Some((spans, n)) => (&spans[..*n], &[][..]),
+            None => (&[][..], &DEFAULT_OWN_LOADERS[..]),
+        };
+        listed
+            .iter()
+            .map(|&s| self.get(s))
+            .chain(defaults.iter().copied())
+    }
+
+    /// Is the program started as `requested`, whose kernel name is `kpath`, one that loads a
+    /// program of its own?
+    pub fn is_own_loader(&self, requested: &[u8], kpath: &[u8]) -> bool {
+        let (a, b) = (basename(requested), basename(kpath));
+        self.own_loaders().any(|entry| {
+            if entry.starts_with(b"/") {
+                is_under(kpath, entry)
+            } else {
+                entry == a || entry == b
+            }
+        })
     }
 
     pub fn runtimes(&self) -> impl Iterator<Item = Runtime<'a>> + '_ {
@@ -690,6 +774,46 @@ name = "node"
 path = "/usr/libexec/execguard/real/node"
 wrapper = "/usr/libexec/execguard/bin/execguard-node"
 "#;
+
+    #[test]
+    fn own_loaders_default_and_replace() {
+        let default = Policy::parse(b"version = 1\n").unwrap();
+        let set = Policy::parse(b"version = 1\nown_loaders = [\"emu\", \"/opt/emu\"]\n").unwrap();
+        let none = Policy::parse(b"version = 1\nown_loaders = []\n").unwrap();
+        let cases: &[(&Policy<'_>, &[u8], &[u8], bool)] = &[
+            (&default, b"valgrind", b"/usr/bin/valgrind", true),
+            (
+                &default,
+                b"/usr/bin/valgrind.bin",
+                b"/usr/bin/valgrind.bin",
+                true,
+            ),
+            (
+                &default,
+                b"x",
+                b"/usr/libexec/valgrind/memcheck-amd64-linux",
+                true,
+            ),
+            (&default, b"qemu-aarch64", b"/usr/bin/qemu-aarch64", true),
+            (&default, b"ls", b"/usr/bin/ls", false),
+            (&default, b"valgrindx", b"/usr/bin/valgrindx", false),
+            (&set, b"emu", b"/usr/bin/emu", true),
+            (&set, b"x", b"/opt/emu/bin/x", true),
+            (&set, b"valgrind", b"/usr/bin/valgrind", false),
+            (&none, b"valgrind", b"/usr/bin/valgrind", false),
+        ];
+        for &(p, requested, kpath, want) in cases {
+            assert_eq!(
+                p.is_own_loader(requested, kpath),
+                want,
+                "{:?} {:?}",
+                Lossy(requested),
+                Lossy(kpath)
+            );
+        }
+        assert!(Policy::parse(b"version = 1\nown_loaders = [\"a/b\"]\n").is_err());
+        assert!(Policy::parse(b"version = 1\nown_loaders = []\nown_loaders = []\n").is_err());
+    }
 
     #[test]
     fn exec_dirs_are_the_execute_side_inside_the_write_set() {

@@ -27,7 +27,21 @@ pub fn open_resolved<S: Sys>(
     mode: OpenMode,
     name: &mut PathBuf,
 ) -> Option<(S::Fd, FileInfo)> {
-    let (fd, walked) = walk(sys, path, mode, name)?;
+    open_resolved_in(sys, path, mode, name, &mut |_, _| false).map(|(fd, info, _)| (fd, info))
+}
+
+/// [`open_resolved`], also saying whether the walk went through a place `in_write_set` names
+/// (the cwd of a relative path, any directory or symlink on the way, the file itself): then
+/// the session could make the same path name another file later.
+pub fn open_resolved_in<S: Sys>(
+    sys: &mut S,
+    path: &[u8],
+    mode: OpenMode,
+    name: &mut PathBuf,
+    in_write_set: &mut dyn FnMut(&mut S, &[u8]) -> bool,
+) -> Option<(S::Fd, FileInfo, bool)> {
+    let mut touched = false;
+    let (fd, walked) = walk(sys, path, mode, name, in_write_set, &mut touched)?;
     let info = match sys.fstat(&fd) {
         // A walk of our own (symlinks, or a cwd read separately) must end where the kernel's
         // walk of the original path ends; opening the path as given needs no such check.
@@ -35,7 +49,7 @@ pub fn open_resolved<S: Sys>(
         _ => None,
     };
     match info {
-        Some(info) => Some((fd, info)),
+        Some(info) => Some((fd, info, touched)),
         None => {
             sys.close(fd);
             None
@@ -50,6 +64,8 @@ fn walk<S: Sys>(
     path: &[u8],
     mode: OpenMode,
     out: &mut PathBuf,
+    in_write_set: &mut dyn FnMut(&mut S, &[u8]) -> bool,
+    touched: &mut bool,
 ) -> Option<(S::Fd, bool)> {
     // A trailing slash asks for a directory: never an exec target, leave it to the kernel.
     if path.is_empty() || path.len() > PENDING_MAX || path.ends_with(b"/") {
@@ -67,6 +83,7 @@ fn walk<S: Sys>(
         if !out.as_bytes().starts_with(b"/") {
             return None; // "(unreachable)": the cwd is outside this process's root
         }
+        *touched |= in_write_set(sys, out.as_bytes());
         if out.as_bytes() == b"/" {
             out.truncate(0);
         }
@@ -90,6 +107,9 @@ fn walk<S: Sys>(
             if out.as_bytes().is_empty() {
                 return None; // the root directory itself
             }
+            // Every directory of a plain rest is a prefix of this name: if none of them were
+            // in the write set, neither is this name, and the other way round.
+            *touched |= in_write_set(sys, out.as_bytes());
             match sys.open_exact(out.as_bytes(), mode) {
                 Ok(fd) => return Some((fd, relative || stepped)),
                 Err(ELOOP) if !rest.is_empty() => {
@@ -115,6 +135,7 @@ fn walk<S: Sys>(
                 let resolved = out.as_bytes().len();
                 out.push_bytes(b"/").ok()?;
                 out.push_bytes(&pending[component]).ok()?;
+                *touched |= in_write_set(sys, out.as_bytes());
                 // The link text takes the component's place, just before the `/` (if any)
                 // that starts what is left.
                 match sys.read_link(out.as_bytes(), &mut pending[..next]) {

@@ -7,9 +7,7 @@ use execguard_os::{raw, CList, LibcSys};
 use execguard_policy::audit::{format_denial, Decision};
 use execguard_policy::path::{PathBuf, PATH_MAX};
 use execguard_policy::sys::{StrList, EACCES};
-use execguard_policy::{
-    decide, decide_launch, Context, Launch, Policy, Reason, Request, Target, Verdict,
-};
+use execguard_policy::{decide_launch, Context, Launch, Policy, Reason, Request, Target, Verdict};
 use libc::{c_char, c_int};
 
 /// The libc entry point that was called (audit records name it).
@@ -72,22 +70,33 @@ pub enum EnvRewrite {
     Forbidden,
 }
 
-/// What to exec after an allow: the caller's own program and argv, or (under the seal) the
-/// interpreter of a mutable script with the argv the kernel would have built.
+/// What to exec after an allow: exactly what was decided. The caller's own program and argv;
+/// or the interpreter of a mutable script with the argv the kernel would have built; and in
+/// either case, when the name given went through the write set, the file's canonical name.
 pub struct Exec {
     pub env: *const *const c_char,
     /// `Some((program, argv))` when the guard starts a mutable script through its interpreter.
     pub launch: Option<(*const c_char, *const *const c_char)>,
+    /// `Some(name)`: hand the kernel this name instead of the caller's (or the launch's).
+    pub name: Option<*const c_char>,
 }
 
 impl Exec {
-    /// The program and argv to start: the launch if there is one, else the caller's own.
+    /// The program and argv to start: the launch if there is one, else the caller's own; by
+    /// the canonical name when there is one.
     pub fn program_or(
         &self,
         path: *const c_char,
         argv: *const *const c_char,
     ) -> (*const c_char, *const *const c_char) {
-        self.launch.unwrap_or((path, argv))
+        let (program, argv) = self.launch.unwrap_or((path, argv));
+        (self.name.unwrap_or(program), argv)
+    }
+
+    /// Must the exec be made by path ([`Exec::program_or`]) rather than as the caller asked
+    /// (`execveat` with its dirfd and flags)?
+    pub fn by_path(&self) -> bool {
+        self.launch.is_some() || self.name.is_some()
     }
 }
 
@@ -143,11 +152,10 @@ pub unsafe fn guarded<R>(
                 argv: &argv,
                 envp: &env,
             };
-            let (verdict, launch) = if policy.seal() {
-                decide_launch(&mut LibcSys, &ctx, &req)
-            } else {
-                (decide(&mut LibcSys, &ctx, &req), None)
-            };
+            let mut exec_as = PathBuf::new();
+            let (verdict, launch) = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as);
+            let name = (!exec_as.as_bytes().is_empty())
+                .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
             match verdict {
                 Verdict::Allow(reason) => {
                     let audit = policy.audit_allow() || reason == Reason::Breakglass;
@@ -167,11 +175,13 @@ pub unsafe fn guarded<R>(
                         None => run(Exec {
                             env: env.as_ptr(),
                             launch: None,
+                            name,
                         }),
                         Some(launch) => with_launch_argv(&launch, &argv, |program, new_argv| {
                             run(Exec {
                                 env: env.as_ptr(),
                                 launch: Some((program, new_argv)),
+                                name,
                             })
                         })
                         .unwrap_or_else(|| fail(libc::E2BIG)),
@@ -490,13 +500,13 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
 /// mount refuses the script, not its interpreter), when its mode lets the caller execute it.
 /// `access(X_OK)` then answers as the exec will: git runs hooks and shells find scripts only
 /// when that check passes. Decided by the engine's own launch plan; nothing is reported.
-pub fn starts_through_interpreter(path: &[u8]) -> bool {
+pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
     let Ok(c) = execguard_os::CPath::new(path) else {
         return false;
     };
     // SAFETY: `c` is NUL-terminated.
     match unsafe { raw::stat(c.ptr()) } {
-        Ok(st) if mode_lets_caller_execute(&st) => {}
+        Ok(st) if mode_lets_caller_execute(&st, effective_ids) => {}
         _ => return false,
     }
     state::with(|loaded| {
@@ -518,8 +528,9 @@ pub fn starts_through_interpreter(path: &[u8]) -> bool {
             argv: &argv[..],
             envp: &no_env[..],
         };
+        let mut exec_as = PathBuf::new();
         matches!(
-            decide_launch(&mut LibcSys, &ctx, &req),
+            decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as),
             (Verdict::Allow(_), Some(_))
         )
     })
@@ -527,19 +538,24 @@ pub fn starts_through_interpreter(path: &[u8]) -> bool {
 
 /// The kernel's permission check for executing a regular file, from its mode (the part of
 /// `generic_permission` a `noexec` mount or Landlock stops the kernel from answering): root
-/// needs one execute bit, others the bit of their class.
-fn mode_lets_caller_execute(st: &libc::stat) -> bool {
+/// needs one execute bit, others the bit of their class. `access()` asks for the real ids,
+/// `AT_EACCESS` for the effective ones.
+fn mode_lets_caller_execute(st: &libc::stat, effective_ids: bool) -> bool {
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return false;
     }
-    let uid = raw::geteuid();
+    let uid = if effective_ids {
+        raw::geteuid()
+    } else {
+        raw::getuid()
+    };
     if uid == 0 {
         return st.st_mode & 0o111 != 0;
     }
     if uid == st.st_uid {
         return st.st_mode & 0o100 != 0;
     }
-    if raw::in_group(st.st_gid) {
+    if raw::in_group(st.st_gid, effective_ids) {
         return st.st_mode & 0o010 != 0;
     }
     st.st_mode & 0o001 != 0

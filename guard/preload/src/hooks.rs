@@ -143,11 +143,14 @@ unsafe fn exec_at(
             envp,
             EnvRewrite::Allowed,
             // SAFETY: the kernel validates the pointers; execveat returns only on failure. Only
-            // path targets get a launch, and a launch's program is resolved from the cwd.
-            |exec| match exec.launch {
-                None => fail_errno(-(raw::execveat(dirfd, path, argv, exec.env, flags) as c_int)),
-                Some((program, new_argv)) => {
-                    fail_errno(-(raw::execve(program, new_argv, exec.env) as c_int))
+            // path targets get a launch, and a launch's program is resolved from the cwd; a
+            // canonical name is absolute.
+            |exec| {
+                if exec.by_path() {
+                    let (program, argv) = exec.program_or(path, argv);
+                    fail_errno(-(raw::execve(program, argv, exec.env) as c_int))
+                } else {
+                    fail_errno(-(raw::execveat(dirfd, path, argv, exec.env, flags) as c_int))
                 }
             },
             fail_errno,
@@ -774,7 +777,10 @@ unsafe fn access_as_exec_will(
             // Only the execute part was refused? Then the interpreter launch decides it.
             // SAFETY: forwarded contract.
             let rest_ok = unsafe { raw::faccessat(dirfd, path, mode & !libc::X_OK, flags) }.is_ok();
-            if decidable && rest_ok && crate::guard::starts_through_interpreter(name) {
+            if decidable
+                && rest_ok
+                && crate::guard::starts_through_interpreter(name, flags & libc::AT_EACCESS != 0)
+            {
                 0
             } else {
                 fail_errno(libc::EACCES)

@@ -9,7 +9,7 @@
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU8, Ordering};
-use execguard_os::{raw, CList, LibcSys};
+use execguard_os::{raw, CList, Distrust, LibcSys};
 use execguard_policy::path::{basename, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
 use execguard_policy::{Policy, Profile, Reason, RuntimeIds};
@@ -88,17 +88,16 @@ impl Loaded {
     }
 
     fn try_load(&mut self, system_buf: &mut [u8; MAX_POLICY_BYTES]) -> Result<(), Reason> {
-        let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-        // SAFETY: SYSTEM_POLICY is NUL-terminated.
-        match unsafe { raw::open(SYSTEM_POLICY.as_ptr().cast(), flags, 0) } {
-            Ok(fd) => {
+        let system = &SYSTEM_POLICY[..SYSTEM_POLICY.len() - 1];
+        match execguard_os::trusted_file(system) {
+            Ok((fd, _)) => {
                 self.source = Source::System;
-                let read = read_trusted(fd, system_buf);
+                let read = read_all(fd, system_buf);
                 raw::close(fd);
                 self.text = system_buf.as_ptr();
                 self.text_len = read?;
             }
-            Err(libc::ENOENT) => {
+            Err(Distrust::Missing) => {
                 self.source = Source::Session;
                 let text = initial().policy()?;
                 self.text = text.as_ptr();
@@ -109,6 +108,10 @@ impl Loaded {
         let policy = Policy::parse(self.text()).map_err(|_| Reason::PolicyInvalid)?;
         let mut profile = policy.profile();
         if let Some(path) = policy.runtime_profile() {
+            // A state file the session could replace would let it pick its own profile.
+            if policy.in_write_set(path) {
+                return Err(Reason::PolicyUntrusted);
+            }
             if let Some(from_state) = runtime_profile(path)? {
                 profile = from_state;
             }
@@ -237,12 +240,8 @@ unsafe extern "C" fn capture_initial_environment(
 static CAPTURE_AT_LOAD: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) =
     capture_initial_environment;
 
-/// Reads a whole file that must be root-owned, regular and writable by root alone.
-fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
-    let st = raw::fstat(fd).map_err(|_| Reason::PolicyUntrusted)?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
-        return Err(Reason::PolicyUntrusted);
-    }
+/// Reads a whole trusted file ([`execguard_os::trusted_file`]) into `out`.
+fn read_all(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
     let mut len = 0;
     loop {
         if len == out.len() {
@@ -264,16 +263,13 @@ fn read_trusted(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
 
 /// The profile from a root-owned runtime state file; `None` when the file does not exist.
 fn runtime_profile(path: &[u8]) -> Result<Option<Profile>, Reason> {
-    let c = execguard_os::CPath::new(path).map_err(|_| Reason::PolicyInvalid)?;
-    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    // SAFETY: `c` is NUL-terminated.
-    let fd = match unsafe { raw::open(c.ptr(), flags, 0) } {
-        Ok(fd) => fd,
-        Err(libc::ENOENT) => return Ok(None),
+    let fd = match execguard_os::trusted_file(path) {
+        Ok((fd, _)) => fd,
+        Err(Distrust::Missing) => return Ok(None),
         Err(_) => return Err(Reason::PolicyUntrusted),
     };
     let mut buf = [0u8; 32];
-    let read = read_trusted(fd, &mut buf);
+    let read = read_all(fd, &mut buf);
     raw::close(fd);
     let n = read?;
     let name = buf[..n].strip_suffix(b"\n").unwrap_or(&buf[..n]);

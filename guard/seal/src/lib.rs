@@ -279,8 +279,15 @@ pub enum MountsMode {
 pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
     let abi = partition_abi()?;
     let mut reductions = Vec::new();
+    // Inside a session that made them already (a nested `execguard run`), the write set is
+    // noexec and no new namespace may be made (the outer filter refuses it): keep those.
+    let inherited = {
+        let m = mounts::report(partition);
+        !m.is_empty() && m.iter().all(|m| m.noexec)
+    };
     let namespace = match options.mounts {
         MountsMode::Off => None,
+        _ if inherited => None,
         mode => match mounts::isolate(partition) {
             Ok(ns) => Some(ns),
             Err(e) if mode == MountsMode::Required => return Err(e),
@@ -366,9 +373,9 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             .filter(|e| e.starts_with(root))
             .cloned()
             .collect();
-        if root == Path::new("/dev") {
+        if root == Path::new("/dev") || root.is_file() {
             // Device files are written, never made or removed by a session (/dev/shm, its own
-            // root, keeps every right).
+            // root, keeps every right); a file root (the audit log) takes only file rights.
             out.push(Grant {
                 path: root.clone(),
                 access: write & file_rights,

@@ -1,0 +1,112 @@
+//! What was checked is what runs: a process that swaps a workspace script and a workspace ELF
+//! at one path (`renameat2(RENAME_EXCHANGE)` in a loop) while starting that path must never get
+//! the ELF run. The guard starts a mutable script through its interpreter (which reads the
+//! file as text) and a file outside the write set by a name the session cannot redirect, so a
+//! swap after the check changes nothing. Unsealed, as root and as a non-root user.
+
+mod support;
+
+use execguard_testkit::identities;
+use support::*;
+
+const N: usize = 3000;
+
+fn race_program() -> &'static std::path::Path {
+    static RACE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    RACE.get_or_init(|| compile(&support_dir(), "race.c", "race", &[]))
+}
+
+fn counts(o: &Outcome) -> (usize, usize, usize, usize) {
+    let line = o
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("RACE "))
+        .unwrap_or_else(|| panic!("no RACE line\n{o}"));
+    let field = |k: &str| -> usize {
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (
+        field("elf"),
+        field("script"),
+        field("refused"),
+        field("other"),
+    )
+}
+
+#[test]
+fn swapping_a_script_and_an_elf_never_runs_the_elf() {
+    let race = race_program();
+    for who in identities() {
+        let f = Fixture::new("race");
+        f.for_identity(&who);
+        let dir = f.ws.join("swap");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (x, y) = (dir.join("x"), dir.join("y"));
+        f.write_exec(&x, b"#!/bin/sh\nexit 7\n");
+        copy(race, &y);
+        who.own(&dir); // the session renames inside it
+        let racer = f.sys.join("race");
+        copy(race, &racer);
+        for way in ["posix_spawn", "execve"] {
+            let mut cmd = f.guarded(&f.strict(), &racer);
+            cmd.arg(way).arg(&x).arg(&y).arg(N.to_string());
+            let o = run(who.apply(&mut cmd));
+            // `other`: the interpreter was started for the script and read the ELF swapped in
+            // after the decision as text (a syntax error): nothing native ran.
+            let (elf, script, _refused, _other) = counts(&o);
+            assert_eq!(
+                elf,
+                0,
+                "{} {way}: the ELF ran {elf} times in {N}\n{}",
+                who.label(),
+                o.stdout
+            );
+            assert!(
+                script > 0,
+                "{} {way}: the script never ran\n{o}",
+                who.label()
+            );
+        }
+    }
+}
+
+#[test]
+fn swapping_a_workspace_symlink_to_a_system_program_never_runs_the_elf() {
+    let race = race_program();
+    for who in identities() {
+        let f = Fixture::new("race-link");
+        f.for_identity(&who);
+        let dir = f.ws.join("swap");
+        std::fs::create_dir_all(&dir).unwrap();
+        let racer = f.sys.join("race");
+        copy(race, &racer);
+        // x: a workspace symlink to a system program (allowed); y: a workspace ELF.
+        let (x, y) = (dir.join("x"), dir.join("y"));
+        std::os::unix::fs::symlink(&racer, &x).unwrap();
+        copy(race, &y);
+        who.own(&dir);
+        for way in ["posix_spawn", "execve"] {
+            let mut cmd = f.guarded(&f.strict(), &racer);
+            cmd.arg(way).arg(&x).arg(&y).arg(N.to_string());
+            let o = run(who.apply(&mut cmd));
+            let (elf, allowed, _refused, other) = counts(&o);
+            assert_eq!(
+                elf,
+                0,
+                "{} {way}: the ELF ran {elf} times in {N}\n{}",
+                who.label(),
+                o.stdout
+            );
+            assert!(
+                allowed > 0,
+                "{} {way}: the system program never ran\n{o}",
+                who.label()
+            );
+            assert_eq!(other, 0, "{} {way}\n{o}", who.label());
+        }
+    }
+}

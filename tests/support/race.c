@@ -1,0 +1,94 @@
+/* race: swaps a workspace script and a workspace ELF at one path (renameat2 RENAME_EXCHANGE,
+ * in a loop on another thread) while starting that path N times, and counts what ran.
+ *
+ *   race WAY PATH OTHER N       WAY: posix_spawn | execve (fork + execve)
+ *
+ * PATH starts as a script that exits 7 (or a symlink to a copy of this program outside the
+ * workspace), OTHER as a copy of this program. Started with --payload, this program exits 42
+ * when it runs from a workspace (its /proc/self/exe has a /ws/ component), else 7. Prints:
+ *
+ *   RACE elf=<workspace ELF runs> script=<allowed runs> refused=<starts that failed>
+ *        other=<anything else>
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+extern char **environ;
+static const char *a, *b;
+static atomic_int stop;
+
+static void *swapper(void *unused) {
+    (void)unused;
+    while (!atomic_load(&stop))
+        syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--payload")) {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n < 0)
+            return 96;
+        self[n] = 0;
+        return strstr(self, "/ws/") ? 42 : 7;
+    }
+    if (argc != 5) {
+        dprintf(2, "usage: race posix_spawn|execve PATH OTHER N\n");
+        return 99;
+    }
+    int spawn = !strcmp(argv[1], "posix_spawn");
+    a = argv[2];
+    b = argv[3];
+    int n = atoi(argv[4]);
+    pthread_t t;
+    if (pthread_create(&t, NULL, swapper, NULL) != 0)
+        return 98;
+    int elf = 0, script = 0, refused = 0, other = 0;
+    char *child_argv[] = {(char *)a, "--payload", NULL};
+    for (int i = 0; i < n; i++) {
+        pid_t pid;
+        if (spawn) {
+            if (posix_spawn(&pid, a, NULL, NULL, child_argv, environ) != 0) {
+                refused++;
+                continue;
+            }
+        } else {
+            pid = fork();
+            if (pid == 0) {
+                execve(a, child_argv, environ);
+                _exit(113);
+            }
+        }
+        int status;
+        if (waitpid(pid, &status, 0) < 0)
+            return 97;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (code == 42)
+            elf++;
+        else if (code == 7)
+            script++;
+        else if (code == 113 || code == 127)
+            refused++;
+        else
+            other++;
+    }
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    dprintf(1, "RACE elf=%d script=%d refused=%d other=%d\n", elf, script, refused, other);
+    return 0;
+}
