@@ -75,7 +75,11 @@ impl FileConfig {
                 file.display()
             ));
         }
-        // A FIFO or a device (`include.path = /dev/zero`) would hang or exhaust the reader.
+        // `/dev/null` is the usual "no such config" (`GIT_CONFIG_GLOBAL=/dev/null`): empty.
+        // Any other FIFO or device (`include.path = /dev/zero`) would hang or never end.
+        if fs::canonicalize(file).is_ok_and(|p| p == Path::new("/dev/null")) {
+            return Ok(());
+        }
         match fs::metadata(file) {
             Ok(m) if !m.is_file() => return Err(format!("{}: not a regular file", file.display())),
             Ok(m) if m.len() > MAX_CONFIG_FILE => {
