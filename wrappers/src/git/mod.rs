@@ -561,7 +561,25 @@ fn split_long(a: &str) -> (&str, Option<&str>) {
 }
 
 fn refuse_danger(d: &Danger, sub: &str, spelled: &str) -> Refusal {
-    Refusal::new(d.reason, format!("git {sub} {spelled}: {}", d.what))
+    let r = Refusal::new(d.reason, format!("git {sub} {spelled}: {}", d.what));
+    match danger_hint(sub, d) {
+        Some(h) => r.with_hint(h),
+        None => r,
+    }
+}
+
+/// How to do without a refused option, where there is more to say than the reason's default.
+fn danger_hint(sub: &str, d: &Danger) -> Option<&'static str> {
+    Some(match (sub, d.long) {
+        ("rebase", Some("exec")) => "rebase without --exec, then run the command yourself (`git rebase -i` with `edit` lines stops at each commit)",
+        ("grep", _) => "use `git grep -l` and open the files yourself",
+        ("difftool", _) => "use `git diff` (or `git diff --name-only` and your own tool)",
+        ("help", _) => "use `git help <command>` (the manual page) or `git <command> -h`",
+        (_, Some("strategy")) => "use one of git's strategies: ort, recursive, resolve, octopus, ours, subtree",
+        (_, Some("template")) => "leave --template out (git's own templates), or pass --template= for none",
+        (_, Some("upload-pack" | "receive-pack" | "exec")) => "leave it out: git runs the remote side's own git-upload-pack/git-receive-pack",
+        _ => return None,
+    })
 }
 
 /// Per-subcommand options, as the subcommand's parse-options would read them.
