@@ -172,12 +172,9 @@ fn an_audit_log_that_cannot_be_written_is_refused_at_start() {
         let dir = dir_for(&who, &f.tmp, "logs");
         let fifo = dir.join("fifo");
         mkfifo(&fifo);
-        // Writable, but outside the write set: the sealed session could not append to it.
-        let outside = dir_for(&who, &f.base, "outside").join("audit.jsonl");
         for bad in [
             dir.clone(),
             fifo,
-            outside,
             PathBuf::from("/proc/self/execguard-audit.jsonl"),
             dir.join("missing/audit.jsonl"),
         ] {

@@ -117,7 +117,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
     if let Some(log) = policy.audit_log() {
-        start::check_audit_log(&policy, log)?;
+        start::check_audit_log(log)?;
         if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
             start::announce_default_log(log);
         }
