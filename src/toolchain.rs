@@ -611,52 +611,13 @@ pub fn supervise_repository(
             break;
         }
     }
-    let stamp = format!(
-        "{}-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        std::process::id()
+    execguard_wrappers::takeover::finish_session(
+        &snapshots,
+        home.as_deref(),
+        "run",
+        audit_log,
+        profile,
     );
-    let mut outcome: std::io::Result<Vec<_>> = Ok(Vec::new());
-    for snapshot in &snapshots {
-        match (snapshot.quarantine(&stamp, home.as_deref()), &mut outcome) {
-            (Ok(mut l), Ok(all)) => all.append(&mut l),
-            (Err(e), _) => outcome = Err(e),
-            (Ok(_), Err(_)) => {}
-        }
-    }
-    match outcome {
-        Ok(list) => {
-            for q in &list {
-                if let Some(log) = audit_log {
-                    let saved = q.saved_as.as_deref().unwrap_or(&q.path);
-                    let record = execguard_os::audit::stamp(
-                        "run",
-                        "end",
-                        execguard_policy::audit::Decision::Notice,
-                        "repository_quarantine",
-                        Some(profile),
-                        q.path.as_os_str().as_bytes(),
-                        saved.as_os_str().as_bytes(),
-                    );
-                    if let Err(e) =
-                        execguard_os::audit::append(log.as_os_str().as_bytes(), &record)
-                    {
-                        eprintln!("execguard: warning: cannot write the audit log {}: {e:?}", log.display());
-                    }
-                }
-            }
-            if let Some(line) = execguard_wrappers::takeover::notice(&list) {
-                eprintln!("{line}");
-            }
-        }
-        Err(e) => eprintln!(
-            "execguard: error: repository_quarantine: {e}; inspect {}/hooks and config before running git on it outside a session",
-            workspace.display()
-        ),
-    }
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else if libc::WIFSIGNALED(status) {

@@ -9,6 +9,19 @@ use execguard_policy::audit::Decision;
 
 use crate::paths::Paths;
 
+/// The image policy's audit log (re-rooted below a test root) and the policy's profile;
+/// `None` without a readable policy or a log.
+pub fn policy_log(paths: &Paths) -> Option<(std::path::PathBuf, execguard_policy::Profile)> {
+    let loaded = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None).ok()?;
+    let policy = loaded.policy();
+    let log = policy.audit_log()?;
+    // Policy paths are absolute; below a test root they are re-rooted there.
+    let log = paths
+        .root
+        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
+    Some((log, policy.profile()))
+}
+
 /// Appends the record of a refusal by `tool` (`entrypoint`, `provider`) at `entry` (`start`,
 /// `wrapper`): the code, the detail as `path`, the command line as `target`. Without a
 /// readable policy there is no log to write to; a record that cannot be written is said on
@@ -21,18 +34,9 @@ pub fn record_refusal(
     detail: &str,
     argv: &[OsString],
 ) {
-    let Ok(loaded) = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None)
-    else {
+    let Some((log, profile)) = policy_log(paths) else {
         return;
     };
-    let policy = loaded.policy();
-    let Some(log) = policy.audit_log() else {
-        return;
-    };
-    // Policy paths are absolute; below a test root they are re-rooted there.
-    let log = paths
-        .root
-        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
     let mut target = format!("execguard-{tool}").into_bytes();
     for a in argv {
         target.push(b' ');
@@ -43,7 +47,7 @@ pub fn record_refusal(
         entry,
         Decision::Deny,
         code,
-        Some(policy.profile()),
+        Some(profile),
         detail.as_bytes(),
         &target,
     );

@@ -160,6 +160,16 @@ fn generate(root: &std::path::Path, files: &[PathBuf]) -> i32 {
 struct Prepared {
     cmd: Command,
     _link: Option<chain::ChainLink>,
+    /// A strict session's repositories, recorded before it starts: what it plants in their
+    /// control files is quarantined when it ends (wrappers/README.md, rule 3).
+    takeover: Option<Takeover>,
+}
+
+struct Takeover {
+    snapshots: Vec<execguard_wrappers::takeover::Snapshot>,
+    home: PathBuf,
+    audit_log: Option<PathBuf>,
+    profile: execguard_policy::Profile,
 }
 
 fn start(mut prepared: Prepared) -> i32 {
@@ -182,13 +192,23 @@ fn start(mut prepared: Prepared) -> i32 {
             return spawn_failure_code(&e);
         }
     };
-    match init.wait_and_forward(child) {
+    let code = match init.wait_and_forward(child) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{NAME}: failed to wait for the child: {e}");
             1
         }
+    };
+    if let Some(t) = &prepared.takeover {
+        execguard_wrappers::takeover::finish_session(
+            &t.snapshots,
+            Some(&t.home),
+            "entrypoint",
+            t.audit_log.as_deref(),
+            t.profile,
+        );
     }
+    code
 }
 
 /// The mutable roots to seal: the image policy's (built-in roots, workspace, extras), or the
@@ -487,7 +507,27 @@ fn prepare(
             });
         }
     }
-    Ok(Prepared { cmd, _link: link })
+    // Recorded last, right before the session starts.
+    let takeover = (session.profile == execguard_policy::Profile::Strict).then(|| {
+        let home = paths.agent_home();
+        let snapshots =
+            execguard_wrappers::takeover::Snapshot::record_workspace(&paths.workspace, Some(&home))
+                .unwrap_or_else(|e| {
+                    eprintln!("{NAME}: warning: cannot record the workspace's repositories ({e}): what the session plants in them is not quarantined");
+                    Vec::new()
+                });
+        Takeover {
+            snapshots,
+            home,
+            audit_log: crate::audit::policy_log(paths).map(|(log, _)| log),
+            profile: session.profile,
+        }
+    });
+    Ok(Prepared {
+        cmd,
+        _link: link,
+        takeover,
+    })
 }
 
 #[cfg(test)]

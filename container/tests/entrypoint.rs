@@ -880,3 +880,53 @@ fn without_landlock_strict_refuses_unless_unsealed_is_accepted() {
         "reduced:arbitrary-command,unsealed"
     );
 }
+
+/// Rule 3 in the image: what a strict session plants in a workspace repository's control files
+/// (a hook here) is quarantined by PID 1 when the session ends, so the operator's own git on
+/// the workspace afterwards does not run it.
+#[test]
+fn a_hook_a_strict_session_plants_is_quarantined_when_it_ends() {
+    let root = Rootfs::new("takeover");
+    let repo = root.dir.join("workspace/repo");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    };
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&["init", "-q"]);
+    execguard_testkit::chown_tree(&repo, 4242, 4343);
+    let hook = repo.join(".git/hooks/post-checkout");
+    let plant =
+        "printf '#!/bin/sh\\necho planted\\n' > /workspace/repo/.git/hooks/post-checkout && \
+                 chmod +x /workspace/repo/.git/hooks/post-checkout && echo PLANTED";
+    let out = root.run(
+        &root.env("claude"),
+        &["--arbitrary-command", "--", "/bin/sh", "-c", plant],
+    );
+    assert!(
+        text(&out.stdout).contains("PLANTED"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !hook.exists(),
+        "the planted hook is still in place\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("quarantine"),
+        "no notice line: {}",
+        text(&out.stderr)
+    );
+    let quarantine = repo.join(".git/execguard-quarantine");
+    assert!(
+        quarantine.is_dir(),
+        "nothing kept for the operator to inspect"
+    );
+}

@@ -359,3 +359,58 @@ pub fn notice(q: &[Quarantined]) -> Option<String> {
         first.why
     ))
 }
+
+/// The end of a strict session (rule 3): quarantines what the session planted in each
+/// recorded repository, writes one audit record per file (`tool`, entry `end`, `notice`,
+/// `repository_quarantine`) and prints one notice line. Used by `execguard run`'s supervisor
+/// and the image's entrypoint alike. Failures are said on stderr: the session has ended, its
+/// status must still reach the caller.
+pub fn finish_session(
+    snapshots: &[Snapshot],
+    home: Option<&Path>,
+    tool: &str,
+    audit_log: Option<&Path>,
+    profile: execguard_policy::Profile,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let stamp = format!(
+        "{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        std::process::id()
+    );
+    let mut list = Vec::new();
+    for snapshot in snapshots {
+        match snapshot.quarantine(&stamp, home) {
+            Ok(mut l) => list.append(&mut l),
+            Err(e) => eprintln!(
+                "execguard: error: repository_quarantine: {e}; inspect {}/hooks and its config before running git on it outside a session",
+                snapshot.common_dir.display()
+            ),
+        }
+    }
+    for q in &list {
+        let Some(log) = audit_log else { break };
+        let saved = q.saved_as.as_deref().unwrap_or(&q.path);
+        let record = execguard_os::audit::stamp(
+            tool,
+            "end",
+            execguard_policy::audit::Decision::Notice,
+            "repository_quarantine",
+            Some(profile),
+            q.path.as_os_str().as_bytes(),
+            saved.as_os_str().as_bytes(),
+        );
+        if let Err(e) = execguard_os::audit::append(log.as_os_str().as_bytes(), &record) {
+            eprintln!(
+                "execguard: warning: cannot write the audit log {}: {e:?}",
+                log.display()
+            );
+        }
+    }
+    if let Some(line) = notice(&list) {
+        eprintln!("{line}");
+    }
+}
