@@ -194,6 +194,9 @@ cp "$ROOT/image/packages.txt" "$CTX/packages.txt"
 cp "$ROOT/image/Dockerfile" "$CTX/Dockerfile"
 
 # 6. docker build (no network), then record the manifest digest and the seccomp profile as labels.
+# The image this tag named before: removed once the new one is tagged (rebuilds must not fill the
+# disk with untagged images; another tag or a container still using it keeps it).
+PREVIOUS=$(docker image inspect --format '{{.Id}}' "$TAG" 2>/dev/null || true)
 # A stage tag of this build alone (several trees may build on one engine at once).
 STAGE=${TAG%%:*}:stage-$$-$(date +%s)
 log "docker build $STAGE (base $BASE_IMAGE)"
@@ -211,5 +214,8 @@ printf 'FROM %s\n' "$STAGE" | docker build --network=none \
     --label "execguard.providers=$PROVIDERS_LABEL" \
     -q -t "$TAG" - >/dev/null
 docker rmi "$STAGE" >/dev/null
+if [[ -n $PREVIOUS && $PREVIOUS != "$(docker image inspect --format '{{.Id}}' "$TAG")" ]]; then
+    docker rmi "$PREVIOUS" >/dev/null 2>&1 || log "the previous $TAG ($PREVIOUS) is still in use: kept"
+fi
 log "built $TAG (manifest sha256 $DIGEST)"
 echo "$TAG"

@@ -556,26 +556,27 @@ extern "C" fn forward_signal(sig: libc::c_int) {
 }
 
 /// Rule 3 of `wrappers/README.md` for a strict host session: record the control files of the
-/// repository `workspace` is in, then fork. The child returns and becomes the session; this
-/// process stays outside it (unsealed, unguarded), passes signals on, waits, quarantines what
+/// repositories of `workspace` (`Snapshot::record_workspace`), then fork. The child returns and becomes the session; this
+/// process stays outside it (unsealed, unguarded), passes SIGTERM/SIGHUP on, waits, quarantines what
 /// the session planted (one audit record per file, one notice line on stderr) and exits with
-/// the session's status. Outside a repository nothing is forked.
+/// the session's status. Without a repository nothing is forked.
 pub fn supervise_repository(
     workspace: &Path,
     audit_log: Option<&Path>,
     profile: execguard_policy::Profile,
 ) -> Result<()> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let Some(snapshot) = execguard_wrappers::takeover::Snapshot::record(workspace, home.as_deref())
-        .with_context(|| {
-            format!(
-                "cannot record the repository control files of {}",
-                workspace.display()
-            )
-        })?
-    else {
+    let snapshots =
+        execguard_wrappers::takeover::Snapshot::record_workspace(workspace, home.as_deref())
+            .with_context(|| {
+                format!(
+                    "cannot record the repository control files of {}",
+                    workspace.display()
+                )
+            })?;
+    if snapshots.is_empty() {
         return Ok(());
-    };
+    }
     // SAFETY: fork has no preconditions; `execguard run` is single-threaded here, so the child
     // may go on running Rust code.
     let child = unsafe { libc::fork() };
@@ -589,7 +590,13 @@ pub fn supervise_repository(
         return Ok(());
     }
     SESSION_CHILD.store(child, std::sync::atomic::Ordering::Relaxed);
-    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+    // The terminal sends SIGINT/SIGQUIT to the session itself (same process group): ignore
+    // them here, as system(3) does. SIGTERM/SIGHUP sent to this pid are passed on.
+    for sig in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: SIG_IGN takes no handler code.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    for sig in [libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only loads an atomic and calls kill, both async-signal-safe.
         unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
     }
@@ -604,44 +611,13 @@ pub fn supervise_repository(
             break;
         }
     }
-    let stamp = format!(
-        "{}-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        std::process::id()
+    execguard_wrappers::takeover::finish_session(
+        &snapshots,
+        home.as_deref(),
+        "run",
+        audit_log,
+        profile,
     );
-    match snapshot.quarantine(&stamp, home.as_deref()) {
-        Ok(list) => {
-            for q in &list {
-                if let Some(log) = audit_log {
-                    let saved = q.saved_as.as_deref().unwrap_or(&q.path);
-                    let record = execguard_os::audit::stamp(
-                        "run",
-                        "end",
-                        execguard_policy::audit::Decision::Notice,
-                        "repository_quarantine",
-                        Some(profile),
-                        q.path.as_os_str().as_bytes(),
-                        saved.as_os_str().as_bytes(),
-                    );
-                    if let Err(e) =
-                        execguard_os::audit::append(log.as_os_str().as_bytes(), &record)
-                    {
-                        eprintln!("execguard: warning: cannot write the audit log {}: {e:?}", log.display());
-                    }
-                }
-            }
-            if let Some(line) = execguard_wrappers::takeover::notice(&list) {
-                eprintln!("{line}");
-            }
-        }
-        Err(e) => eprintln!(
-            "execguard: error: repository_quarantine: {e}; inspect {}/hooks and config before running git on it outside a session",
-            workspace.display()
-        ),
-    }
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else if libc::WIFSIGNALED(status) {

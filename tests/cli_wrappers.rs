@@ -1242,3 +1242,62 @@ fn what_a_strict_session_plants_in_the_repository_is_quarantined_when_it_ends() 
         );
     }
 }
+
+#[test]
+fn a_session_ended_by_sigterm_is_quarantined_too() {
+    for who in identities() {
+        let s = Session::new(who, "sigterm");
+        let planted = s.root.join("planted");
+        let script = format!(
+            "printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && touch '{}' && exec sleep 30",
+            planted.display()
+        );
+        let audit = s.root.join("audit.jsonl");
+        s.write(&audit, "");
+        let mut c = Command::new(EXECGUARD);
+        c.arg("run")
+            .arg("--audit")
+            .arg(&audit)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(&s.repo)
+            .stderr(std::process::Stdio::piped());
+        s.who.apply(&mut c);
+        let child = c
+            .env("HOME", &s.home)
+            .env_remove("EXECGUARD_POLICY")
+            .spawn()
+            .unwrap();
+        for _ in 0..200 {
+            if planted.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            planted.exists(),
+            "{}: the session did not start",
+            who.label()
+        );
+        // SAFETY: kill takes no pointers; the pid is our own child's.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(128 + libc::SIGTERM),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("execguard: quarantined 1 "),
+            "{}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            fs::read_to_string(s.repo.join(".git/hooks/pre-commit")).unwrap(),
+            format!(
+                "#!/bin/sh\necho ran >> '{}'\n",
+                s.root.join("hook.marker").display()
+            )
+        );
+    }
+}

@@ -490,7 +490,7 @@ fn an_audit_log_outside_the_write_set_is_written_never_run() {
         let w = World::new(who, "audit-outside");
         let log = w.owned.join("audit.jsonl");
         let script = format!(
-            "cat {payload} > {log} && chmod +x {log} && {wx} exec {log}; cp /bin/true ./x; ./x",
+            "cat {payload} > {log} && chmod +x {log} && {wx} exec {log}; /lib64/ld-linux-x86-64.so.2 {log} 2>/dev/null; cp /bin/true ./x; ./x",
             payload = s(&tools().argv),
             log = s(&log),
             wx = s(&wx)
@@ -557,5 +557,65 @@ fn devices_a_session_writes_and_no_others() {
             ),
             None => execguard_testkit::skip("a raw disk write (no block device on this machine)"),
         }
+    }
+}
+
+/// A toolchain directory one session creates does not become an exec dir of the next: the
+/// exec dirs are those the operator's record names (written by the first run, read-only in
+/// every session). Red-team finding: `~/.cargo/bin` planted by session 1 ran in session 2.
+#[test]
+fn a_toolchain_dir_a_session_creates_never_runs_later() {
+    for who in identities() {
+        let w = World::new(who, "record");
+        let record = w.home.join(".config/execguard/exec-dirs");
+        // The first session records what exists now (~/.local/bin).
+        let out = w.session(&[], "true");
+        assert!(
+            out.status.success(),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
+        let recorded = std::fs::read_to_string(&record).unwrap();
+        assert!(recorded.contains(s(&w.local_bin)), "{recorded}");
+        let planted = w.home.join(".cargo/bin/planted");
+        let plant = format!(
+            "mkdir -p {dir} && cp {payload} {planted} && chmod +x {planted}; echo '{bin}' >> {record}; echo record=$?",
+            dir = s(planted.parent().unwrap()),
+            payload = s(&tools().argv),
+            planted = s(&planted),
+            bin = s(planted.parent().unwrap()),
+            record = s(&record),
+        );
+        let out = w.session(&[], &plant);
+        let stdout = text(&out.stdout);
+        assert!(planted.exists(), "[{}] {}", who.label(), text(&out.stderr));
+        assert!(
+            !stdout.contains("record=0"),
+            "[{}] the session wrote the record",
+            who.label()
+        );
+        // The next session finds ~/.cargo/bin, but it is not recorded: written, never run.
+        let again = w.session(&[], &format!("{}; echo rc=$?", s(&planted)));
+        let (stdout, stderr) = (text(&again.stdout), text(&again.stderr));
+        assert!(
+            stdout.contains("rc=126"),
+            "[{}] {stdout}\n{stderr}",
+            who.label()
+        );
+        assert!(
+            !stdout.contains("ARGV"),
+            "[{}] the planted program ran",
+            who.label()
+        );
+        assert!(stderr.contains("is not in"), "[{}] {stderr}", who.label());
+        // The recorded one still runs.
+        let out = w.session(&[], "mytool ok");
+        assert!(
+            out.status.success() && text(&out.stdout).contains("ARGV"),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
     }
 }

@@ -106,44 +106,11 @@ fn refuse(r: &Refusal) -> i32 {
     EXIT_REFUSED
 }
 
-/// [`refuse`], and a record in the image policy's audit log (the one schema: tool
-/// `entrypoint`, entry `start`), so a session that never started leaves a trace. Without a
-/// readable policy there is no log to write to; a record that cannot be written is said.
+/// [`refuse`], and a record in the image policy's audit log (tool `entrypoint`, entry
+/// `start`), so a session that never started leaves a trace.
 fn refuse_audited(paths: &Paths, args: &[OsString], r: &Refusal) -> i32 {
-    use std::os::unix::ffi::OsStrExt;
     let code = refuse(r);
-    let Ok(loaded) = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None)
-    else {
-        return code;
-    };
-    let policy = loaded.policy();
-    let Some(log) = policy.audit_log() else {
-        return code;
-    };
-    // Policy paths are absolute; below a test root they are re-rooted there.
-    let log = paths
-        .root
-        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
-    let mut target = NAME.as_bytes().to_vec();
-    for a in args {
-        target.push(b' ');
-        target.extend_from_slice(a.as_bytes());
-    }
-    let record = execguard_os::audit::stamp(
-        "entrypoint",
-        "start",
-        execguard_policy::audit::Decision::Deny,
-        r.code,
-        Some(policy.profile()),
-        r.detail.as_bytes(),
-        &target,
-    );
-    if execguard_os::audit::append(log.as_os_str().as_bytes(), &record).is_err() {
-        eprintln!(
-            "{NAME}: warning: audit_unwritable: the refusal could not be recorded in {}",
-            log.display()
-        );
-    }
+    crate::audit::record_refusal(paths, "entrypoint", "start", r.code, &r.detail, args);
     code
 }
 
@@ -193,6 +160,16 @@ fn generate(root: &std::path::Path, files: &[PathBuf]) -> i32 {
 struct Prepared {
     cmd: Command,
     _link: Option<chain::ChainLink>,
+    /// A strict session's repositories, recorded before it starts: what it plants in their
+    /// control files is quarantined when it ends (wrappers/README.md, rule 3).
+    takeover: Option<Takeover>,
+}
+
+struct Takeover {
+    snapshots: Vec<execguard_wrappers::takeover::Snapshot>,
+    home: PathBuf,
+    audit_log: Option<PathBuf>,
+    profile: execguard_policy::Profile,
 }
 
 fn start(mut prepared: Prepared) -> i32 {
@@ -215,13 +192,23 @@ fn start(mut prepared: Prepared) -> i32 {
             return spawn_failure_code(&e);
         }
     };
-    match init.wait_and_forward(child) {
+    let code = match init.wait_and_forward(child) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{NAME}: failed to wait for the child: {e}");
             1
         }
+    };
+    if let Some(t) = &prepared.takeover {
+        execguard_wrappers::takeover::finish_session(
+            &t.snapshots,
+            Some(&t.home),
+            "entrypoint",
+            t.audit_log.as_deref(),
+            t.profile,
+        );
     }
+    code
 }
 
 /// The mutable roots to seal: the image policy's (built-in roots, workspace, extras), or the
@@ -520,7 +507,27 @@ fn prepare(
             });
         }
     }
-    Ok(Prepared { cmd, _link: link })
+    // Recorded last, right before the session starts.
+    let takeover = (session.profile == execguard_policy::Profile::Strict).then(|| {
+        let home = paths.agent_home();
+        let snapshots =
+            execguard_wrappers::takeover::Snapshot::record_workspace(&paths.workspace, Some(&home))
+                .unwrap_or_else(|e| {
+                    eprintln!("{NAME}: warning: cannot record the workspace's repositories ({e}): what the session plants in them is not quarantined");
+                    Vec::new()
+                });
+        Takeover {
+            snapshots,
+            home,
+            audit_log: crate::audit::policy_log(paths).map(|(log, _)| log),
+            profile: session.profile,
+        }
+    });
+    Ok(Prepared {
+        cmd,
+        _link: link,
+        takeover,
+    })
 }
 
 #[cfg(test)]

@@ -538,17 +538,34 @@ fn the_provider_chain_prepends_managed_arguments_and_pins_the_environment() {
     );
 
     let root = Rootfs::new("provider-refused");
-    for (args, code) in [
+    // An image policy naming an audit log: every refusal is recorded in the one schema.
+    write_mode(
+        &root.dir.join("etc/execguard/policy.toml"),
+        "version = 1\nprofile = \"strict\"\naudit_log = \"/state/audit.jsonl\"\n",
+        0o644,
+    );
+    let refused = [
         (&["--dangerously-skip-permissions"][..], "dangerous_flag"),
         (&["mcp", "add", "x", "--", "sh"][..], "refused_subcommand"),
         (&["--permission-mode", "plan"][..], "managed_flag"),
-    ] {
+    ];
+    for (args, code) in refused {
         let out = root.run(&root.env("claude"), args);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.starts_with(&format!("execguard-provider: refused {code}: ")),
             "{args:?}: {stderr}"
+        );
+    }
+    let log = std::fs::read_to_string(root.dir.join("state/audit.jsonl")).unwrap_or_default();
+    assert_eq!(log.lines().count(), refused.len(), "{log}");
+    for (line, (_, code)) in log.lines().zip(refused) {
+        assert!(
+            line.contains(&format!(
+                ",\"tool\":\"provider\",\"entry\":\"wrapper\",\"decision\":\"deny\",\"reason\":\"{code}\","
+            )),
+            "{line}"
         );
     }
 }
@@ -861,5 +878,55 @@ fn without_landlock_strict_refuses_unless_unsealed_is_accepted() {
     assert_eq!(
         text(&out.stdout).trim(),
         "reduced:arbitrary-command,unsealed"
+    );
+}
+
+/// Rule 3 in the image: what a strict session plants in a workspace repository's control files
+/// (a hook here) is quarantined by PID 1 when the session ends, so the operator's own git on
+/// the workspace afterwards does not run it.
+#[test]
+fn a_hook_a_strict_session_plants_is_quarantined_when_it_ends() {
+    let root = Rootfs::new("takeover");
+    let repo = root.dir.join("workspace/repo");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    };
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&["init", "-q"]);
+    execguard_testkit::chown_tree(&repo, 4242, 4343);
+    let hook = repo.join(".git/hooks/post-checkout");
+    let plant =
+        "printf '#!/bin/sh\\necho planted\\n' > /workspace/repo/.git/hooks/post-checkout && \
+                 chmod +x /workspace/repo/.git/hooks/post-checkout && echo PLANTED";
+    let out = root.run(
+        &root.env("claude"),
+        &["--arbitrary-command", "--", "/bin/sh", "-c", plant],
+    );
+    assert!(
+        text(&out.stdout).contains("PLANTED"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !hook.exists(),
+        "the planted hook is still in place\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("quarantine"),
+        "no notice line: {}",
+        text(&out.stderr)
+    );
+    let quarantine = repo.join(".git/execguard-quarantine");
+    assert!(
+        quarantine.is_dir(),
+        "nothing kept for the operator to inspect"
     );
 }

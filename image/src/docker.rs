@@ -205,6 +205,18 @@ pub fn session_user(
     Ok((meta.uid(), meta.gid()))
 }
 
+/// Whether uid:gid may write a directory with this owner and mode (ACLs aside): the session's
+/// view of its workspace.
+pub fn writable_by(owner: (u32, u32), mode: u32, uid: u32, gid: u32) -> bool {
+    if owner.0 == uid {
+        mode & 0o200 != 0
+    } else if owner.1 == gid {
+        mode & 0o020 != 0
+    } else {
+        mode & 0o002 != 0
+    }
+}
+
 /// What the caller of `execguard image run` asked for.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -276,6 +288,18 @@ pub fn prepare(req: RunRequest) -> Result<Launch> {
     // SAFETY: getuid and getgid cannot fail and touch no memory.
     let launcher = unsafe { (libc::getuid(), libc::getgid()) };
     let (uid, gid) = session_user(req.user.as_deref(), launcher, &workspace)?;
+    let meta = std::fs::metadata(&workspace)
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    if !writable_by((meta.uid(), meta.gid()), meta.mode(), uid, gid) {
+        // Said once, before anything starts: otherwise the first write fails deep in a tool.
+        eprintln!(
+            "execguard: warning: {uid}:{gid} cannot write {} (owner {}:{}, mode {:o}): the session sees it read-only; pass --user of a user who can write it",
+            workspace.display(),
+            meta.uid(),
+            meta.gid(),
+            meta.mode() & 0o7777
+        );
+    }
     let user_name = std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty() && u != "root")

@@ -14,6 +14,10 @@ pub const K8S_CANNOT_EXPRESS: &[(&str, &str)] = &[
         "emptyDir is 0777; the runtime-state reader trusts only root-owned files, which a non-root pod cannot create: the Job runs strict, the image policy's profile",
     ),
     (
+        "masks over the workspace's provider configuration",
+        "an unprivileged start cannot mount: a strict start with such files in the workspace is refused (repo_config_unmaskable)",
+    ),
+    (
         "pids limit",
         "a node setting (kubelet podPidsLimit), not a pod field",
     ),

@@ -309,3 +309,22 @@ fn a_root_launcher_runs_the_session_as_the_workspace_owner_or_refuses() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_session_can_write_its_workspace_by_owner_group_or_other_bits() {
+    // (owner, mode, session uid:gid, writable)
+    for (owner, mode, who, want) in [
+        ((1000, 1000), 0o755, (1000, 1000), true),
+        ((1000, 1000), 0o555, (1000, 1000), false),
+        ((0, 0), 0o755, (1000, 1000), false),
+        ((0, 1000), 0o775, (1000, 1000), true),
+        ((0, 0), 0o777, (1000, 1000), true),
+        ((1000, 5), 0o577, (1000, 5), false),
+    ] {
+        assert_eq!(
+            writable_by(owner, mode, who.0, who.1),
+            want,
+            "{owner:?} {mode:o} {who:?}"
+        );
+    }
+}

@@ -91,6 +91,7 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         &session::ExecDirChoice {
             add: args.exec_dir.clone(),
             remove: args.no_exec_dir.clone(),
+            record: true,
         },
     )?;
     Ok(Loaded {
@@ -117,7 +118,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
     if let Some(log) = policy.audit_log() {
-        start::check_audit_log(log)?;
+        start::check_audit_log(&policy, log)?;
         if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
             start::announce_default_log(log);
         }

@@ -28,6 +28,9 @@ use crate::git::config::{classify_key, is_git_bool, split_key, ConfigEntry};
 use crate::git::files::{parse_config_file, FileConfig};
 use crate::git::repo;
 
+/// The most repositories one session's supervisor records.
+pub const MAX_REPOSITORIES: usize = 64;
+
 /// One recorded control file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Recorded {
@@ -149,26 +152,80 @@ impl Snapshot {
     /// Record the control files of the repository `dir` is in (`None` outside a repository).
     /// `home` resolves `~/` in include paths.
     pub fn record(dir: &Path, home: Option<&Path>) -> io::Result<Option<Snapshot>> {
-        let Some(found) = repo::discover(dir) else {
-            return Ok(None);
-        };
+        match repo::discover(dir) {
+            Some(found) => Self::record_git_dir(found.git_dir, found.common_dir, home).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn record_git_dir(
+        git_dir: PathBuf,
+        common_dir: PathBuf,
+        home: Option<&Path>,
+    ) -> io::Result<Snapshot> {
         let mut hooks = BTreeMap::new();
-        for p in hook_files(&found.common_dir.join("hooks"))? {
+        for p in hook_files(&common_dir.join("hooks"))? {
             if let Some(r) = read_recorded(&p)? {
                 hooks.insert(p, r);
             }
         }
         let mut configs = BTreeMap::new();
-        for p in config_files(&found.git_dir, &found.common_dir, home) {
+        for p in config_files(&git_dir, &common_dir, home) {
             let r = read_recorded(&p)?;
             configs.insert(p, r);
         }
-        Ok(Some(Snapshot {
-            git_dir: found.git_dir,
-            common_dir: found.common_dir,
+        Ok(Snapshot {
+            git_dir,
+            common_dir,
             hooks,
             configs,
-        }))
+        })
+    }
+
+    /// Every repository a session in `workspace` works on: the one `workspace` is in, those
+    /// directly inside it (a directory of checkouts), and their submodules' git dirs
+    /// (`.git/modules/*`: git runs their hooks when the operator works in the submodule).
+    /// At most [`MAX_REPOSITORIES`].
+    pub fn record_workspace(workspace: &Path, home: Option<&Path>) -> io::Result<Vec<Snapshot>> {
+        let mut found: Vec<(PathBuf, PathBuf)> = Vec::new();
+        fn add(found: &mut Vec<(PathBuf, PathBuf)>, git_dir: PathBuf, common: PathBuf) {
+            if found.len() < MAX_REPOSITORIES && !found.iter().any(|(g, _)| *g == git_dir) {
+                found.push((git_dir, common));
+            }
+        }
+        if let Some(d) = repo::discover(workspace) {
+            add(&mut found, d.git_dir, d.common_dir);
+        }
+        if let Ok(rd) = fs::read_dir(workspace) {
+            for e in rd.flatten() {
+                let p = e.path();
+                if e.file_type().is_ok_and(|t| t.is_dir())
+                    && fs::symlink_metadata(p.join(".git")).is_ok()
+                {
+                    if let Some(d) = repo::discover(&p) {
+                        add(&mut found, d.git_dir, d.common_dir);
+                    }
+                }
+            }
+        }
+        let mut i = 0;
+        while i < found.len() {
+            let modules = found[i].1.join("modules");
+            if let Ok(rd) = fs::read_dir(&modules) {
+                for e in rd.flatten() {
+                    let g = e.path();
+                    if e.file_type().is_ok_and(|t| t.is_dir()) && g.join("HEAD").is_file() {
+                        let common = repo::common_dir_of(&g);
+                        add(&mut found, g, common);
+                    }
+                }
+            }
+            i += 1;
+        }
+        found
+            .into_iter()
+            .map(|(g, c)| Self::record_git_dir(g, c, home))
+            .collect()
     }
 
     /// Quarantine what the session added or changed, restoring the recorded versions.
@@ -301,4 +358,59 @@ pub fn notice(q: &[Quarantined]) -> Option<String> {
         names.join(", "),
         first.why
     ))
+}
+
+/// The end of a strict session (rule 3): quarantines what the session planted in each
+/// recorded repository, writes one audit record per file (`tool`, entry `end`, `notice`,
+/// `repository_quarantine`) and prints one notice line. Used by `execguard run`'s supervisor
+/// and the image's entrypoint alike. Failures are said on stderr: the session has ended, its
+/// status must still reach the caller.
+pub fn finish_session(
+    snapshots: &[Snapshot],
+    home: Option<&Path>,
+    tool: &str,
+    audit_log: Option<&Path>,
+    profile: execguard_policy::Profile,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let stamp = format!(
+        "{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        std::process::id()
+    );
+    let mut list = Vec::new();
+    for snapshot in snapshots {
+        match snapshot.quarantine(&stamp, home) {
+            Ok(mut l) => list.append(&mut l),
+            Err(e) => eprintln!(
+                "execguard: error: repository_quarantine: {e}; inspect {}/hooks and its config before running git on it outside a session",
+                snapshot.common_dir.display()
+            ),
+        }
+    }
+    for q in &list {
+        let Some(log) = audit_log else { break };
+        let saved = q.saved_as.as_deref().unwrap_or(&q.path);
+        let record = execguard_os::audit::stamp(
+            tool,
+            "end",
+            execguard_policy::audit::Decision::Notice,
+            "repository_quarantine",
+            Some(profile),
+            q.path.as_os_str().as_bytes(),
+            saved.as_os_str().as_bytes(),
+        );
+        if let Err(e) = execguard_os::audit::append(log.as_os_str().as_bytes(), &record) {
+            eprintln!(
+                "execguard: warning: cannot write the audit log {}: {e:?}",
+                log.display()
+            );
+        }
+    }
+    if let Some(line) = notice(&list) {
+        eprintln!("{line}");
+    }
 }

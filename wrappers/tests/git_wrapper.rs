@@ -810,9 +810,12 @@ fn corpus_through_the_wrapper() {
                 let prefix = format!("execguard-git: refused {reason}: ");
                 if code != Some(2) {
                     Some(format!("exit {code:?}, want 2; stderr {stderr}"))
-                } else if !(stderr.starts_with(&prefix) && stderr.lines().count() == 1) {
+                } else if !(stderr.starts_with(&prefix)
+                    && stderr.lines().count() == 1
+                    && stderr.contains("; to proceed: "))
+                {
                     Some(format!(
-                        "stderr {stderr:?}, want one line starting {prefix:?}"
+                        "stderr {stderr:?}, want one line starting {prefix:?} that says how to proceed"
                     ))
                 } else if fx.audit_lines() != audit_before + 1 {
                     Some("no audit record".into())

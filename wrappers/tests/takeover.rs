@@ -151,3 +151,36 @@ fn an_included_file_a_deleted_hook_and_a_replaced_hooks_dir_are_caught() {
     );
     fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_workspace_of_checkouts_and_a_submodules_git_dir_are_covered() {
+    let ws = std::env::temp_dir().join(format!("eg-takeover-{}-ws", std::process::id()));
+    let _ = fs::remove_dir_all(&ws);
+    fs::create_dir_all(ws.join("one")).unwrap();
+    fs::create_dir_all(ws.join("two")).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    git(&ws.join("one"), &["init", "-q"]);
+    git(&ws.join("two"), &["init", "-q"]);
+    // A submodule's git dir lives in its superproject's .git/modules.
+    let module = ws.join("one/.git/modules/sub");
+    fs::create_dir_all(module.join("hooks")).unwrap();
+    git(&module, &["init", "-q", "--bare"]);
+    let snaps = Snapshot::record_workspace(&ws, None).unwrap();
+    assert_eq!(snaps.len(), 3, "{snaps:?}");
+    write_exec(
+        &ws.join("two/.git/hooks/pre-push"),
+        "#!/bin/sh\ntouch pwned\n",
+    );
+    write_exec(
+        &module.join("hooks/post-checkout"),
+        "#!/bin/sh\ntouch pwned\n",
+    );
+    let mut all = Vec::new();
+    for s in &snaps {
+        all.extend(s.quarantine("t", None).unwrap());
+    }
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(!ws.join("two/.git/hooks/pre-push").exists());
+    assert!(!module.join("hooks/post-checkout").exists());
+    fs::remove_dir_all(&ws).unwrap();
+}

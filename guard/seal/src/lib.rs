@@ -208,10 +208,6 @@ pub struct Partition {
     /// Write-set roots granted both rights: the workspace of the `development` and `build`
     /// profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
-    /// Existing files outside the write set that the session appends to (the audit log the
-    /// guard writes): granted the file write rights alone and left out of every execute
-    /// grant (and mounted `noexec` in the namespace), so they are written, never run.
-    pub append_files: Vec<PathBuf>,
 }
 
 impl Partition {
@@ -242,17 +238,6 @@ impl Partition {
             let d = d.canonicalize().unwrap_or(d);
             if !self.both.contains(&d) {
                 self.both.push(d);
-            }
-        }
-        self
-    }
-
-    /// Files to append to; those in the write set need no rule of their own.
-    pub fn with_append_files(mut self, files: impl IntoIterator<Item = PathBuf>) -> Self {
-        for f in files {
-            let f = f.canonicalize().unwrap_or(f);
-            if !self.in_write_set(&f) && !self.append_files.contains(&f) {
-                self.append_files.push(f);
             }
         }
         self
@@ -364,15 +349,9 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
     let write = write_rights(abi);
     let file_rights = AccessFs::from_file(abi_of(abi));
     let mut out = Vec::new();
-    // Execute: everything outside the write set and the append files (a file the session
-    // writes must never be executable, wherever it lies), plus the exec dirs.
-    let written: Vec<PathBuf> = partition
-        .write_set
-        .iter()
-        .chain(&partition.append_files)
-        .cloned()
-        .collect();
-    for path in grants(&written) {
+    // Execute: everything outside the write set (a file root, the audit log, included: a
+    // file the session writes is never executable, wherever it lies), plus the exec dirs.
+    for path in grants(&partition.write_set) {
         out.push(Grant {
             path,
             access: AccessFs::Execute.into(),
@@ -444,13 +423,6 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             path: dir.clone(),
             access: write | AccessFs::Execute,
             side: "both",
-        });
-    }
-    for file in &partition.append_files {
-        out.push(Grant {
-            path: file.clone(),
-            access: write & file_rights,
-            side: "append",
         });
     }
     out
@@ -713,15 +685,18 @@ mod tests {
                 .iter()
                 .any(|g| g.side == "write" && g.path == Path::new("/dev")));
         }
-        // An append file outside the write set: file write rights, and no execute grant at or
-        // above it.
+        // A file root outside every directory root (the audit log): file write rights, and
+        // no execute grant at or above it.
         let outside = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let log = outside.path().canonicalize().unwrap().join("audit.jsonl");
         std::fs::write(&log, b"").unwrap();
-        let with_log = p.clone().with_append_files([log.clone()]);
+        let mut with_log = p.clone();
+        with_log.write_set.push(log.clone());
         let plan_log = plan(&with_log, 7, true);
-        let g = plan_log.iter().find(|g| g.side == "append").unwrap();
-        assert_eq!(g.path, log);
+        let g = plan_log
+            .iter()
+            .find(|g| g.side == "write" && g.path == log)
+            .unwrap();
         assert!(g.access.contains(AccessFs::WriteFile) && !g.access.contains(AccessFs::Execute));
         assert!(!plan_log
             .iter()

@@ -87,7 +87,7 @@ pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
 pub fn report(partition: &Partition) -> Vec<MountReport> {
     let mounts = mountinfo();
     let mut out = Vec::new();
-    for root in partition.write_set.iter().chain(&partition.append_files) {
+    for root in &partition.write_set {
         if !root.exists() {
             continue;
         }
@@ -279,7 +279,6 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     let mut roots: Vec<&PathBuf> = partition
         .write_set
         .iter()
-        .chain(&partition.append_files)
         .filter(|p| p.is_dir() || p.is_file())
         .collect();
     roots.sort_by_key(|p| p.as_os_str().len());

@@ -269,7 +269,8 @@ pub fn foreign_helper(url: &str) -> Option<&str> {
 /// `url.<base>.insteadOf`: git replaces a matching prefix by `<base>`, so the rewritten URL's
 /// transport is decided by `<base>` only when `<base>` already fixes its scheme: it starts with
 /// a character no scheme starts with (a path), or its scheme characters end inside it at
-/// something other than the start of `::`/`://` (`ex` could become `ext::...`, `ext:` too).
+/// something other than the start of `::`/`://` (`ex` could become `ext::...`, `ext:` too; an
+/// empty base leaves the whole transport to the rest of the URL).
 fn rewrite_base_is_safe(base: &str) -> bool {
     let b = base.as_bytes();
     let mut i = 0;
@@ -277,7 +278,11 @@ fn rewrite_base_is_safe(base: &str) -> bool {
         i += 1;
     }
     let rest = &base[i..];
-    let fixed = i == 0 || !(rest.is_empty() || rest == ":" || rest == ":/");
+    let fixed = if i == 0 {
+        !base.is_empty()
+    } else {
+        !(rest.is_empty() || rest == ":" || rest == ":/")
+    };
     fixed && foreign_helper(base).is_none()
 }
 
@@ -812,6 +817,48 @@ mod tests {
                 classify_key(k, *v, "-c").is_ok(),
                 "{k}={v:?} must be allowed"
             );
+        }
+    }
+
+    #[test]
+    fn transport_helpers_like_transport_get() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("ext::sh -c x", Some("ext")),
+            ("evil::x", Some("evil")),
+            ("a+b.c-d::x", Some("a+b.c-d")),
+            ("foo://h/r", Some("foo")),
+            ("https://h/r", Some("https")),
+            ("http://h/r", Some("http")),
+            ("fd::3", Some("fd")),
+            ("ssh://h/r", None),
+            ("git://h/r", None),
+            ("file:///r", None),
+            ("git+ssh://h/r", None),
+            ("git@github.com:o/r", None),
+            ("h:r", None),
+            ("/srv/r.git", None),
+            ("../r", None),
+            ("+x::y", None),
+            ("HEAD:refs/heads/x", None),
+            ("::x", None),
+        ];
+        for (url, want) in cases {
+            assert_eq!(transport_helper(url), *want, "{url}");
+        }
+        assert_eq!(foreign_helper("https://h"), None);
+        assert_eq!(foreign_helper("hg::https://h"), Some("hg"));
+        for (base, safe) in [
+            ("git@github.com:", true),
+            ("https://github.com/", true),
+            ("/srv/mirror/", true),
+            ("ex", false),
+            ("ext:", false),
+            ("ext:/", false),
+            ("ext::", false),
+            ("evil://", false),
+            ("", false),
+        ] {
+            assert_eq!(rewrite_base_is_safe(base), safe, "{base:?}");
         }
     }
 

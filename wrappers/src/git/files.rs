@@ -16,6 +16,9 @@ use super::repo;
 use super::{ConfigReader, RepoSelection};
 use crate::env::EnvView;
 
+/// A config file larger than this is refused (`config_unreadable`) rather than read.
+const MAX_CONFIG_FILE: u64 = 16 << 20;
+
 /// git's `MAX_INCLUDE_DEPTH`.
 const MAX_INCLUDE_DEPTH: usize = 10;
 
@@ -71,6 +74,21 @@ impl FileConfig {
                 "{}: includes nested deeper than {MAX_INCLUDE_DEPTH}",
                 file.display()
             ));
+        }
+        // `/dev/null` is the usual "no such config" (`GIT_CONFIG_GLOBAL=/dev/null`): empty.
+        // Any other FIFO or device (`include.path = /dev/zero`) would hang or never end.
+        if fs::canonicalize(file).is_ok_and(|p| p == Path::new("/dev/null")) {
+            return Ok(());
+        }
+        match fs::metadata(file) {
+            Ok(m) if !m.is_file() => return Err(format!("{}: not a regular file", file.display())),
+            Ok(m) if m.len() > MAX_CONFIG_FILE => {
+                return Err(format!(
+                    "{}: larger than {MAX_CONFIG_FILE} bytes",
+                    file.display()
+                ))
+            }
+            _ => {}
         }
         let text = match fs::read(file) {
             Ok(t) => t,
@@ -423,6 +441,20 @@ mod tests {
             common_dir: None,
         });
         assert!(r.is_err_and(|e| e.contains("deeper")));
+        // A device or FIFO is refused, never read (it would hang or never end).
+        fs::write(home.join(".gitconfig"), "[include]\npath = /dev/zero\n").unwrap();
+        let sel = RepoSelection {
+            cwd: d.clone(),
+            git_dir: None,
+            common_dir: None,
+        };
+        let r = FileConfig {
+            home: Some(home.clone()),
+            ..FileConfig::default()
+        };
+        assert!(r
+            .read_config(&sel)
+            .is_err_and(|e| e.contains("not a regular file")));
         fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -561,7 +561,25 @@ fn split_long(a: &str) -> (&str, Option<&str>) {
 }
 
 fn refuse_danger(d: &Danger, sub: &str, spelled: &str) -> Refusal {
-    Refusal::new(d.reason, format!("git {sub} {spelled}: {}", d.what))
+    let r = Refusal::new(d.reason, format!("git {sub} {spelled}: {}", d.what));
+    match danger_hint(sub, d) {
+        Some(h) => r.with_hint(h),
+        None => r,
+    }
+}
+
+/// How to do without a refused option, where there is more to say than the reason's default.
+fn danger_hint(sub: &str, d: &Danger) -> Option<&'static str> {
+    Some(match (sub, d.long) {
+        ("rebase", Some("exec")) => "rebase without --exec, then run the command yourself (`git rebase -i` with `edit` lines stops at each commit)",
+        ("grep", _) => "use `git grep -l` and open the files yourself",
+        ("difftool", _) => "use `git diff` (or `git diff --name-only` and your own tool)",
+        ("help", _) => "use `git help <command>` (the manual page) or `git <command> -h`",
+        (_, Some("strategy")) => "use one of git's strategies: ort, recursive, resolve, octopus, ours, subtree",
+        (_, Some("template")) => "leave --template out (git's own templates), or pass --template= for none",
+        (_, Some("upload-pack" | "receive-pack" | "exec")) => "leave it out: git runs the remote side's own git-upload-pack/git-receive-pack",
+        _ => return None,
+    })
 }
 
 /// Per-subcommand options, as the subcommand's parse-options would read them.
@@ -797,4 +815,40 @@ fn check_config_command(args: &[OsString]) -> Result<(), Refusal> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn todo_exec_lines_as_the_sequencer_reads_them() {
+        for (todo, exec) in [
+            ("pick 1 a\nexec make\n", true),
+            ("pick 1 a\n  x make\n", true),
+            ("\tx\tmake\n", true),
+            ("pick 1 a\n# exec make\n", false),
+            ("pick 1 exec\nreword 2 x\n", false),
+            ("execute\nxx\n", false),
+            ("", false),
+        ] {
+            assert_eq!(todo_exec_line(todo).is_some(), exec, "{todo:?}");
+        }
+    }
+
+    #[test]
+    fn credential_helpers_are_judged_as_the_list_git_builds() {
+        let e = |v: &str| ConfigEntry::new("credential.helper", Some(v));
+        let own = [e("store"), e("cache --timeout=1")];
+        assert!(check_credential_helpers(own.iter()).is_ok());
+        let foreign = [e("!gh auth git-credential"), e("store")];
+        assert!(check_credential_helpers(foreign.iter()).is_err());
+        let cleared = [e("!gh auth git-credential"), e(""), e("store")];
+        assert!(check_credential_helpers(cleared.iter()).is_ok());
+        let url = [ConfigEntry::new(
+            "credential.https://h.helper",
+            Some("/usr/bin/x"),
+        )];
+        assert!(check_credential_helpers(url.iter()).is_err());
+    }
 }

@@ -1,0 +1,60 @@
+//! Records of the start chain's refusals in the image policy's audit log, in the one schema
+//! (`execguard_policy::audit`), through the one writer (`execguard_os::audit::append`), so
+//! `execguard audit` counts them beside the guard's and the wrappers'.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+use execguard_policy::audit::Decision;
+
+use crate::paths::Paths;
+
+/// The image policy's audit log (re-rooted below a test root) and the policy's profile;
+/// `None` without a readable policy or a log.
+pub fn policy_log(paths: &Paths) -> Option<(std::path::PathBuf, execguard_policy::Profile)> {
+    let loaded = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None).ok()?;
+    let policy = loaded.policy();
+    let log = policy.audit_log()?;
+    // Policy paths are absolute; below a test root they are re-rooted there.
+    let log = paths
+        .root
+        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
+    Some((log, policy.profile()))
+}
+
+/// Appends the record of a refusal by `tool` (`entrypoint`, `provider`) at `entry` (`start`,
+/// `wrapper`): the code, the detail as `path`, the command line as `target`. Without a
+/// readable policy there is no log to write to; a record that cannot be written is said on
+/// stderr (the refusal stands either way).
+pub fn record_refusal(
+    paths: &Paths,
+    tool: &str,
+    entry: &str,
+    code: &str,
+    detail: &str,
+    argv: &[OsString],
+) {
+    let Some((log, profile)) = policy_log(paths) else {
+        return;
+    };
+    let mut target = format!("execguard-{tool}").into_bytes();
+    for a in argv {
+        target.push(b' ');
+        target.extend_from_slice(a.as_bytes());
+    }
+    let record = execguard_os::audit::stamp(
+        tool,
+        entry,
+        Decision::Deny,
+        code,
+        Some(profile),
+        detail.as_bytes(),
+        &target,
+    );
+    if execguard_os::audit::append(log.as_os_str().as_bytes(), &record).is_err() {
+        eprintln!(
+            "execguard-{tool}: warning: audit_unwritable: the refusal could not be recorded in {}",
+            log.display()
+        );
+    }
+}
