@@ -78,6 +78,7 @@ pub fn decide_command(
     };
     let req = Request {
         target: Target::Path(&target),
+        given_name: None,
         argv: &argv_refs[..],
         envp: &env_refs[..],
     };

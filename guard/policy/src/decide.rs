@@ -80,7 +80,12 @@ impl<'r> Target<'r> {
 
 /// One exec call, as the guard sees it.
 pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
+    /// The file to decide, as a name the guard can resolve.
     pub target: Target<'r>,
+    /// The name the caller gave, when `target` is another name for it (a `posix_spawn` whose
+    /// file actions change what the name means in the child): a launch's argv carries it, as
+    /// the kernel's would.
+    pub given_name: Option<&'r [u8]>,
     pub argv: &'r A,
     pub envp: &'r E,
 }
@@ -539,7 +544,7 @@ where
         n: 0,
         current: Piece::Target,
         argv: req.argv,
-        target: req.target.name(),
+        target: req.given_name.unwrap_or(req.target.name()),
     };
     for depth in 0..MAX_CHAIN {
         if !hop.info.is_regular() {

@@ -20,6 +20,7 @@ pub mod profile;
 pub mod reason;
 pub mod resolve;
 pub mod shebang;
+pub mod spawn;
 pub mod sys;
 pub mod text;
 pub mod workspace;

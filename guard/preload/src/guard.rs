@@ -115,6 +115,26 @@ pub unsafe fn guarded<R>(
     run: impl FnOnce(Exec) -> R,
     fail: impl FnOnce(c_int) -> R,
 ) -> R {
+    // SAFETY: forwarded contract.
+    unsafe { guarded_as(entry, target, None, argv, envp, rewrite, run, fail) }
+}
+
+/// [`guarded`] for a target inspected under another name than the one given (posix_spawn
+/// file actions: `given_name` is what the child will exec).
+///
+/// # Safety
+/// As [`guarded`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn guarded_as<R>(
+    entry: Entry,
+    target: Target<'_>,
+    given_name: Option<&[u8]>,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    rewrite: EnvRewrite,
+    run: impl FnOnce(Exec) -> R,
+    fail: impl FnOnce(c_int) -> R,
+) -> R {
     state::with(|loaded| {
         let policy = match loaded.policy() {
             Ok(p) => p,
@@ -149,6 +169,7 @@ pub unsafe fn guarded<R>(
             };
             let req = Request {
                 target,
+                given_name,
                 argv: &argv,
                 envp: &env,
             };

@@ -1,12 +1,13 @@
 //! The exported libc entry points. Each is a thin shell over [`guarded`]; the variadic ones
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
-use crate::guard::{guarded, Entry, EnvRewrite};
+use crate::guard::{guarded, guarded_as, Entry, EnvRewrite};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use execguard_os::raw::{self, libc_result, set_errno, KernelCall};
 use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
+use execguard_policy::spawn::{child_path, ChildPath, SpawnAction};
 use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT, ESTALE_ETC};
 use execguard_policy::{Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
@@ -412,13 +413,31 @@ unsafe fn spawn(
         return libc::EFAULT;
     }
     // SAFETY: libc's contract.
-    let target = Target::Path(unsafe { c_bytes(path) });
+    let given = unsafe { c_bytes(path) };
+    // The child applies the file actions before its exec: decide what it will reach.
+    let mut in_child = PathBuf::new();
+    // SAFETY: NULL or glibc's file actions, per posix_spawn's contract.
+    let replayed = match unsafe { spawn_actions(actions) } {
+        None => ChildPath::Same,
+        Some(list) => child_path(list, given, &mut in_child),
+    };
+    let (target, given_name) = match replayed {
+        ChildPath::Same => (Target::Path(given), None),
+        ChildPath::Rewritten => (Target::Path(in_child.as_bytes()), Some(given)),
+        // The child's exec would fail: nothing runs, and glibc would report this.
+        ChildPath::Fails(e) => return e,
+        ChildPath::TooComplex => {
+            crate::guard::refuse(entry, Reason::SpawnActions, given);
+            return EACCES;
+        }
+    };
     // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
     // (possibly rewritten) environment, valid for the duration of the call.
     unsafe {
-        guarded(
+        guarded_as(
             entry,
             target,
+            given_name,
             argv,
             envp,
             EnvRewrite::Allowed,
@@ -429,6 +448,66 @@ unsafe fn spawn(
             |e| e,
         )
     }
+}
+
+/// glibc's `posix_spawn_file_actions_t` (spawn.h). Each recorded action is its private
+/// `struct __spawn_action` (posix/spawn_int.h, unchanged since 2.35): an `int` tag, then a
+/// union aligned to 8 bytes, 32 bytes in all.
+#[repr(C)]
+struct GlibcFileActions {
+    allocated: c_int,
+    used: c_int,
+    actions: *const u8,
+}
+
+/// The file actions as the engine's [`SpawnAction`]s, in the order the child applies them;
+/// `None` for no actions. A kind this guard does not know is `Unknown`, which the replay
+/// refuses.
+///
+/// # Safety
+/// `actions` is NULL or an initialised glibc `posix_spawn_file_actions_t`.
+unsafe fn spawn_actions<'a>(
+    actions: *const posix_spawn_file_actions_t,
+) -> Option<impl Iterator<Item = SpawnAction<'a>>> {
+    if actions.is_null() {
+        return None;
+    }
+    // SAFETY: glibc's public layout of the type (spawn.h).
+    let fa = unsafe { &*actions.cast::<GlibcFileActions>() };
+    if fa.used <= 0 || fa.actions.is_null() {
+        return None;
+    }
+    let base = fa.actions;
+    Some((0..fa.used as usize).map(move |i| {
+        // SAFETY: `used` actions of 32 bytes each were recorded by glibc at `actions`; the
+        // union starts at offset 8.
+        unsafe {
+            let a = base.add(i * 32);
+            let tag = core::ptr::read_unaligned(a.cast::<c_int>());
+            let int_at = |off: usize| core::ptr::read_unaligned(a.add(8 + off).cast::<c_int>());
+            let str_at = |off: usize| {
+                c_bytes(core::ptr::read_unaligned(
+                    a.add(8 + off).cast::<*const c_char>(),
+                ))
+            };
+            match tag {
+                0 => SpawnAction::Close(int_at(0)),
+                1 => SpawnAction::Dup2 {
+                    from: int_at(0),
+                    to: int_at(4),
+                },
+                2 => SpawnAction::Open {
+                    fd: int_at(0),
+                    path: str_at(8),
+                },
+                3 => SpawnAction::Chdir(str_at(0)),
+                4 => SpawnAction::Fchdir(int_at(0)),
+                5 => SpawnAction::CloseFrom(int_at(0)),
+                6 => SpawnAction::Other,
+                _ => SpawnAction::Unknown,
+            }
+        }
+    }))
 }
 
 #[no_mangle]
