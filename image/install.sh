@@ -71,13 +71,18 @@ for f in /usr/bin/node /usr/local/bin/node; do
     rm -f "$f"; ln "$BIN/execguard-node" "$f"
 done
 # The providers are reachable by name only through the entrypoint; none is on PATH.
-for f in "$REAL"/*; do chmod 0755 "$f"; done
-if [ -d "$X/providers" ]; then chmod -R a+rX,go-w "$X/providers"; fi
+# (Their modes were set in the build context: a chmod or chown here would copy every provider
+# file into a new layer, doubling the image. They are checked below.)
 chmod 0755 "$REAL/git" "$REAL/node"
+chown root:root "$REAL/git" "$REAL/node"
 
 # --- ownership and modes of the control plane -------------------------------------------------
-chown -R root:root "$X" /etc/execguard /usr/local/share/execguard /usr/local/lib/libexecguard.so
-chmod -R go-w "$X" /etc/execguard /usr/local/share/execguard
+# real/ and providers/ hold the large provider files (see above): checked, not changed.
+find "$X" \( -path "$X/real/*" -o -path "$X/providers" \) -prune -o -exec chown root:root {} + -exec chmod go-w {} +
+chown -R root:root /etc/execguard /usr/local/share/execguard /usr/local/lib/libexecguard.so
+chmod -R go-w /etc/execguard /usr/local/share/execguard
+bad=$(find "$REAL" "$X/providers" \( ! -user root -o ! -group root -o \( ! -type l -perm /022 \) \) -print 2>/dev/null | head -n1)
+[ -z "$bad" ] || die "not root-owned or writable by others: $bad"
 chmod 0644 /usr/local/lib/libexecguard.so /etc/execguard/policy.toml
 
 # --- mount points ------------------------------------------------------------------------------
@@ -100,6 +105,7 @@ chmod 0644 /etc/ld.so.preload
     "$REAL/node" \
     /usr/local/share/execguard/home/claude/.claude/settings.json \
     /usr/local/share/execguard/home/claude/.claude/CLAUDE.md \
+    /usr/local/share/execguard/home/codex/.codex/config.toml \
     > "$X/control-plane.sha256"
 chmod 0444 "$X/control-plane.sha256"
 

@@ -167,21 +167,15 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
         .filter(|h| h.is_absolute())
         .and_then(|h| h.canonicalize().ok())
         .filter(|h| h != Path::new("/") && h.is_dir());
-    let mut sides = HostSides::default();
-    let Some(home) = home else {
-        // No usable home: nothing to add, and an explicit exec dir must lie in the rest of W.
-        check_explicit(&choice.add, &workspace, &sides.mutable_roots)?;
-        sides.exec_dirs = canonical_dirs(&choice.add)?;
-        return Ok(sides);
-    };
-    sides.mutable_roots.push(home.clone());
     let mut candidates: Vec<PathBuf> = Vec::new();
     for var in ["PATH", "LD_LIBRARY_PATH"] {
         if let Some(v) = std::env::var_os(var) {
             candidates.extend(std::env::split_paths(&v).filter(|p| p.is_absolute()));
         }
     }
-    candidates.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+    if let Some(home) = &home {
+        candidates.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+    }
     if let Ok(lib) = guard_library() {
         candidates.extend(lib.parent().map(Path::to_path_buf));
     }
@@ -190,13 +184,29 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
             candidates.extend(w.parent().map(Path::to_path_buf));
         }
     }
-    let mut found: Vec<PathBuf> = candidates
-        .iter()
-        .filter_map(|c| c.canonicalize().ok())
-        .filter(|c| c.is_dir() && c.starts_with(&home) && c != &home)
-        .filter(|c| !c.starts_with(&workspace))
-        .collect();
-    check_explicit(&choice.add, &workspace, &sides.mutable_roots)?;
+    sides_from(&workspace, home.as_deref(), &candidates, choice)
+}
+
+/// [`host_sides`] from its inputs: the canonical workspace and home, and the candidate
+/// directories (unresolved).
+fn sides_from(
+    workspace: &Path,
+    home: Option<&Path>,
+    candidates: &[PathBuf],
+    choice: &ExecDirChoice,
+) -> Result<HostSides> {
+    let mut sides = HostSides::default();
+    sides.mutable_roots.extend(home.map(Path::to_path_buf));
+    check_explicit(&choice.add, workspace, &sides.mutable_roots)?;
+    let mut found: Vec<PathBuf> = match home {
+        Some(home) => candidates
+            .iter()
+            .filter_map(|c| c.canonicalize().ok())
+            .filter(|c| c.is_dir() && c.starts_with(home) && c != home)
+            .filter(|c| !c.starts_with(workspace))
+            .collect(),
+        None => Vec::new(),
+    };
     found.extend(canonical_dirs(&choice.add)?);
     let removed: Vec<PathBuf> = choice
         .remove
@@ -287,7 +297,8 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
     let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
-        .with_exec_dirs(policy.exec_dirs().map(path));
+        .with_exec_dirs(policy.exec_dirs().map(path))
+        .with_append_files(policy.audit_log().map(path));
     match policy.profile() {
         Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
         _ => p,
@@ -298,6 +309,19 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
 /// kernel allows them (otherwise said once, and reported reduced), the Landlock partition and
 /// the seccomp filter (executable memfds refused in strict sessions).
 pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
+    // A path that does not exist gets no rule: make the audit log now, so it can be written.
+    if let Some(log) = policy.audit_log() {
+        use std::os::unix::ffi::OsStrExt;
+        let log = Path::new(std::ffi::OsStr::from_bytes(log));
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| execguard_seal::SealError::Apply {
+                step: "create the audit log",
+                detail: format!("{}: {e}", log.display()),
+            })?;
+    }
     execguard_seal::seal(
         &partition(policy),
         &execguard_seal::Options {
@@ -309,4 +333,132 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
             },
         },
     )
+}
+
+/// The session's start record of what it is held to (the one audit schema: tool `run`, entry
+/// `start`, decision `notice`, reason `session_sealed` or `session_unsealed`, `path` the
+/// assurance, `target` the command): always for a reduced session, and for a strict one under
+/// `audit_allow` (like an allowed first command). An audit log that cannot take it refuses the
+/// start.
+pub fn record_assurance(
+    policy: &Policy,
+    sealed: bool,
+    assurance: &str,
+    command: &[std::ffi::OsString],
+) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(log) = policy.audit_log() else {
+        return Ok(());
+    };
+    if assurance == "strict" && !policy.audit_allow() {
+        return Ok(());
+    }
+    let record = execguard_os::audit::stamp(
+        "run",
+        "start",
+        execguard_policy::audit::Decision::Notice,
+        if sealed {
+            "session_sealed"
+        } else {
+            "session_unsealed"
+        },
+        Some(policy.profile()),
+        assurance.as_bytes(),
+        command.first().map_or(&b""[..], |c| c.as_bytes()),
+    );
+    execguard_os::audit::append(log, &record).map_err(|_| {
+        anyhow::anyhow!(
+            "audit_unwritable: {}: the session's start record could not be written",
+            String::from_utf8_lossy(log)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The discovery rules, one row each: a candidate becomes an exec dir when it exists and
+    /// lies in `$HOME` (not `$HOME` itself) and not in the workspace; inner ones fold into
+    /// outer ones; the user's additions must lie in the write set; removals win.
+    #[test]
+    fn exec_dirs_are_discovered_by_the_contract() {
+        // Outside the built-in roots (/tmp would put `opt/bin` in the write set).
+        let t = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let ws = home.join("src/app");
+        for d in [
+            ".cargo/bin",
+            ".pyenv/shims",
+            "src/app/node_modules/.bin",
+            "tools/bin",
+        ] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("opt/bin")).unwrap();
+        std::os::unix::fs::symlink(home.join("tools/bin"), home.join("bin-link")).unwrap();
+        let c = |p: &str| root.join(p);
+        /// Candidates, `--exec-dir`, `--no-exec-dir`, and the exec dirs (or the refusal's code).
+        type Row<'a> = (
+            &'a [&'a str],
+            &'a [&'a str],
+            &'a [&'a str],
+            Result<&'a [&'a str], &'a str>,
+        );
+        let rows: &[Row] = &[
+            (
+                &["home/.cargo/bin", "opt/bin", "home"],
+                &[],
+                &[],
+                Ok(&["home/.cargo/bin"]),
+            ),
+            (
+                &["home/.pyenv", "home/.pyenv/shims"],
+                &[],
+                &[],
+                Ok(&["home/.pyenv"]),
+            ),
+            (&["home/src/app/node_modules/.bin"], &[], &[], Ok(&[])),
+            (&["home/missing/bin"], &[], &[], Ok(&[])),
+            (&["home/bin-link"], &[], &[], Ok(&["home/tools/bin"])),
+            (&["home/.cargo/bin"], &[], &["home/.cargo"], Ok(&[])),
+            (
+                &[],
+                &["home/src/app/node_modules/.bin"],
+                &[],
+                Ok(&["home/src/app/node_modules/.bin"]),
+            ),
+            (&[], &["opt/bin"], &[], Err("exec_dir_outside_write_set")),
+            (&[], &["home"], &[], Err("exec_dir_outside_write_set")),
+            (&[], &["home/nope"], &[], Err("exec_dir_invalid")),
+        ];
+        for (cands, add, remove, want) in rows {
+            let choice = ExecDirChoice {
+                add: add.iter().map(|p| c(p)).collect(),
+                remove: remove.iter().map(|p| c(p)).collect(),
+            };
+            let cands: Vec<PathBuf> = cands.iter().map(|p| c(p)).collect();
+            let got = sides_from(&ws, Some(&home), &cands, &choice);
+            match (want, got) {
+                (Ok(want), Ok(got)) => {
+                    let want: Vec<PathBuf> = want.iter().map(|p| c(p)).collect();
+                    assert_eq!(got.exec_dirs, want, "{cands:?} {add:?} {remove:?}");
+                    assert_eq!(got.mutable_roots, vec![home.clone()]);
+                }
+                (Err(code), Err(e)) => {
+                    assert!(e.to_string().starts_with(code), "{e}");
+                }
+                (want, got) => panic!("{cands:?} {add:?}: want {want:?}, got {got:?}"),
+            }
+        }
+        // Without a home nothing is discovered.
+        let got = sides_from(
+            &ws,
+            None,
+            &[c("home/.cargo/bin")],
+            &ExecDirChoice::default(),
+        );
+        assert_eq!(got.unwrap(), HostSides::default());
+    }
 }

@@ -33,13 +33,14 @@ pub fn announce_default_log(log: &[u8]) {
 }
 
 /// Opens (creating) the audit log the way the guard will, as this user, so a log that cannot
-/// be written is refused at start rather than at the first refusal.
-pub fn check_audit_log(log: &[u8]) -> Result<()> {
+/// be written is refused at start rather than at the first refusal. In a sealed session the
+/// kernel lets the session write only beneath the write set (docs/write-set.md), so the log
+/// must lie there (never on the execute side: a file both writable and executable is what
+/// the partition exists to prevent).
+pub fn check_audit_log(policy: &Policy<'_>, log: &[u8]) -> Result<()> {
+    let shown = String::from_utf8_lossy(log);
     match execguard_os::audit::open_log(log) {
-        Ok(fd) => {
-            execguard_os::raw::close(fd);
-            Ok(())
-        }
+        Ok(fd) => execguard_os::raw::close(fd),
         Err(errno) => {
             let why = if errno == libc::EINVAL {
                 "not a regular file".to_string()
@@ -47,11 +48,22 @@ pub fn check_audit_log(log: &[u8]) -> Result<()> {
                 std::io::Error::from_raw_os_error(errno).to_string()
             };
             bail!(
-                "audit_unwritable: cannot append to the audit log {}: {why}; name a writable regular file with --audit",
-                String::from_utf8_lossy(log)
+                "audit_unwritable: cannot append to the audit log {shown}: {why}; name a writable regular file with --audit"
             )
         }
     }
+    if policy.seal() {
+        let canonical = Path::new(std::ffi::OsStr::from_bytes(log)).canonicalize()?;
+        if policy
+            .mutable_root_of(canonical.as_os_str().as_bytes())
+            .is_none()
+        {
+            bail!(
+                "audit_unwritable: the audit log {shown} lies outside the session's write set, which is all a sealed session may write; name a file in the workspace, $HOME or /tmp with --audit"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Records the decision on the session's first command (made by `execguard run` itself, not

@@ -4,9 +4,9 @@
 //! Layout of a session started by `execguard run` (host mode):
 //!
 //! ```text
-//! <base>/session-<pid>/bin/git       -> <dir of execguard>/execguard-git
-//! <base>/session-<pid>/bin/node      -> <dir of execguard>/execguard-node
-//! <base>/session-<pid>/git-core/*    -> <real exec-path>/*   (git -> execguard-git)
+//! <base>/shim-<key>/bin/git       -> <dir of execguard>/execguard-git
+//! <base>/shim-<key>/bin/node      -> <dir of execguard>/execguard-node
+//! <base>/shim-<key>/git-core/*    -> <real exec-path>/*   (git -> execguard-git)
 //! ```
 //!
 //! `PATH` starts with `bin/`, `GIT_EXEC_PATH` names `git-core/`. `<base>` is
@@ -28,7 +28,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// A tool the session guards: its command name and its wrapper's file name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tool {
     pub name: &'static str,
     pub wrapper_file: &'static str,
@@ -115,7 +115,20 @@ fn is_executable_file(p: &Path) -> Option<PathBuf> {
 /// The exec-path of the git at `git` (canonical): the `git-core` directory the build put
 /// beside it (`<prefix>/lib/git-core` on Debian, `<prefix>/libexec/git-core` from source),
 /// recognised by holding the same git (same inode, or the same bytes: Debian ships a copy).
+/// Remembered per process: a session start asks for it twice, and comparing two 4 MB copies
+/// is most of what it costs.
 pub fn git_exec_path_of(git: &Path) -> Option<PathBuf> {
+    use std::sync::Mutex;
+    static KNOWN: Mutex<Vec<(PathBuf, Option<PathBuf>)>> = Mutex::new(Vec::new());
+    if let Some((_, found)) = KNOWN.lock().ok()?.iter().find(|(g, _)| g == git) {
+        return found.clone();
+    }
+    let found = find_git_exec_path(git);
+    KNOWN.lock().ok()?.push((git.to_path_buf(), found.clone()));
+    found
+}
+
+fn find_git_exec_path(git: &Path) -> Option<PathBuf> {
     let meta = std::fs::metadata(git).ok()?;
     let dir = git.parent()?;
     let mut candidates = vec![dir.to_path_buf()];
@@ -123,7 +136,6 @@ pub fn git_exec_path_of(git: &Path) -> Option<PathBuf> {
         candidates.push(prefix.join("lib/git-core"));
         candidates.push(prefix.join("libexec/git-core"));
     }
-    let bytes = std::cell::OnceCell::new();
     candidates.into_iter().find_map(|c| {
         if c.file_name() != Some(OsStr::new("git-core")) {
             return None;
@@ -137,13 +149,69 @@ pub fn git_exec_path_of(git: &Path) -> Option<PathBuf> {
         if same_file(&m, &meta) {
             return Some(c);
         }
-        if m.len() != meta.len() {
-            return None;
-        }
-        let mine = bytes.get_or_init(|| std::fs::read(git).ok());
-        let theirs = std::fs::read(&other).ok()?;
-        (mine.as_deref() == Some(theirs.as_slice())).then_some(c)
+        (m.len() == meta.len() && same_bytes_remembered(git, &meta, &other, &m)).then_some(c)
     })
+}
+
+/// [`same_bytes`], remembered across sessions in the shim base by the identity and change
+/// times of both files (a package upgrade changes them). The record only ever spares a
+/// comparison of two files the user could not change without changing their ctime; a forged
+/// record can at worst pair git with another git-core directory the same way `PATH` could.
+fn same_bytes_remembered(
+    a: &Path,
+    ma: &std::fs::Metadata,
+    b: &Path,
+    mb: &std::fs::Metadata,
+) -> bool {
+    let key = |m: &std::fs::Metadata| {
+        format!(
+            "{}:{}:{}:{}.{}",
+            m.dev(),
+            m.ino(),
+            m.len(),
+            m.ctime(),
+            m.ctime_nsec()
+        )
+    };
+    let line = format!("{} {}\n", key(ma), key(mb));
+    let record = shim_base().ok().map(|d| d.join("same-bytes"));
+    if let Some(r) = &record {
+        if std::fs::read_to_string(r).is_ok_and(|t| t.lines().any(|l| format!("{l}\n") == line)) {
+            return true;
+        }
+    }
+    let same = same_bytes(a, b);
+    if let (true, Some(r)) = (same, &record) {
+        use std::io::Write;
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(r)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+    same
+}
+
+/// Do two files hold the same bytes? Compared 64 KiB at a time, so two multi-megabyte
+/// binaries cost no large allocation (and its page faults) and a difference stops early.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read;
+    let (Ok(mut fa), Ok(mut fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let mut ba = vec![0u8; 64 * 1024];
+    let mut bb = vec![0u8; 64 * 1024];
+    loop {
+        let Ok(n) = fa.read(&mut ba) else {
+            return false;
+        };
+        if n == 0 {
+            return fb.read(&mut bb[..1]).is_ok_and(|m| m == 0);
+        }
+        if fb.read_exact(&mut bb[..n]).is_err() || ba[..n] != bb[..n] {
+            return false;
+        }
+    }
 }
 
 /// Well-known places of real binaries besides `PATH`: a session may name them directly.
@@ -329,8 +397,8 @@ pub fn shim_base() -> Result<PathBuf> {
     Ok(base)
 }
 
-/// Removes the shims of sessions whose process is gone (the directory is named after the pid
-/// that `execguard run` had, which the session's command keeps).
+/// Removes half-built shims (`building-<pid>`) whose builder is gone, and the per-session
+/// shims (`session-<pid>`) older versions made.
 fn remove_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
@@ -339,7 +407,10 @@ fn remove_stale(base: &Path) {
         let name = e.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix("session-"))
+            .and_then(|n| {
+                n.strip_prefix("building-")
+                    .or_else(|| n.strip_prefix("session-"))
+            })
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
@@ -350,12 +421,75 @@ fn remove_stale(base: &Path) {
     }
 }
 
-/// Creates the shim of this session (named after this process, which the session's command
-/// replaces) under [`shim_base`].
+/// The shim for `plan` under [`shim_base`]: named after what it holds (the wrappers, the real
+/// exec-path and that directory's own change time), reused when it is still exactly what it
+/// would be built as (checked entry by entry: every session can write there), otherwise built
+/// beside it and renamed into place. Making its ~170 symlinks was most of a session's start.
 pub fn create_shim(plan: &ShimPlan) -> Result<Shim> {
     let base = shim_base()?;
     remove_stale(&base);
-    create_shim_in(&base.join(format!("session-{}", std::process::id())), plan)
+    let dir = base.join(format!("shim-{:016x}", plan_key(plan)));
+    if shim_is_current(&dir, plan) {
+        return Ok(shim_paths(&dir, plan));
+    }
+    let building = base.join(format!("building-{}", std::process::id()));
+    create_shim_in(&building, plan)?;
+    // Another session may have put a shim there since the check: replace it (renaming over a
+    // directory needs it gone first), or use the one that appeared after our removal.
+    let _ = std::fs::remove_dir_all(&dir);
+    match std::fs::rename(&building, &dir) {
+        Ok(()) => Ok(shim_paths(&dir, plan)),
+        Err(_) if shim_is_current(&dir, plan) => {
+            let _ = std::fs::remove_dir_all(&building);
+            Ok(shim_paths(&dir, plan))
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot move the shim into {}", dir.display())),
+    }
+}
+
+fn plan_key(plan: &ShimPlan) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same plan gives the same name in every process.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    plan.wrappers.hash(&mut h);
+    plan.git_exec_path.hash(&mut h);
+    if let Some(meta) = plan
+        .git_exec_path
+        .as_ref()
+        .and_then(|p| std::fs::metadata(p).ok())
+    {
+        (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()).hash(&mut h);
+    }
+    h.finish()
+}
+
+fn shim_paths(dir: &Path, plan: &ShimPlan) -> Shim {
+    Shim {
+        bin: dir.join("bin"),
+        git_core: plan.git_exec_path.as_ref().map(|_| dir.join("git-core")),
+    }
+}
+
+/// Is `dir` exactly the shim [`create_shim_in`] would build for `plan`?
+fn shim_is_current(dir: &Path, plan: &ShimPlan) -> bool {
+    let bin = dir.join("bin");
+    let entries = std::fs::read_dir(&bin)
+        .map(|d| d.count())
+        .unwrap_or(usize::MAX);
+    entries == plan.wrappers.len()
+        && plan.wrappers.iter().all(|(tool, wrapper)| {
+            std::fs::read_link(bin.join(tool.name)).ok().as_deref() == Some(wrapper.as_path())
+                && (*tool != GIT
+                    || plan.git_exec_path.as_deref().is_some_and(|real| {
+                        execguard_wrappers::git_exec_path_shim_is_current(
+                            &dir.join("git-core"),
+                            real,
+                            wrapper,
+                        )
+                    }))
+        })
+        && std::fs::read_dir(dir).map(|d| d.count()).ok()
+            == Some(1 + usize::from(plan.git_exec_path.is_some()))
 }
 
 /// Creates a shim in `dir` (replaced if it exists).
@@ -409,6 +543,115 @@ impl Shim {
     }
 }
 
+/// The session's first process, while the supervisor waits: signals the supervisor gets are
+/// passed on to it.
+static SESSION_CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let child = SESSION_CHILD.load(std::sync::atomic::Ordering::Relaxed);
+    if child > 0 {
+        // SAFETY: kill is async-signal-safe and takes no pointers.
+        unsafe { libc::kill(child, sig) };
+    }
+}
+
+/// Rule 3 of `wrappers/README.md` for a strict host session: record the control files of the
+/// repository `workspace` is in, then fork. The child returns and becomes the session; this
+/// process stays outside it (unsealed, unguarded), passes signals on, waits, quarantines what
+/// the session planted (one audit record per file, one notice line on stderr) and exits with
+/// the session's status. Outside a repository nothing is forked.
+pub fn supervise_repository(
+    workspace: &Path,
+    audit_log: Option<&Path>,
+    profile: execguard_policy::Profile,
+) -> Result<()> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Some(snapshot) = execguard_wrappers::takeover::Snapshot::record(workspace, home.as_deref())
+        .with_context(|| {
+            format!(
+                "cannot record the repository control files of {}",
+                workspace.display()
+            )
+        })?
+    else {
+        return Ok(());
+    };
+    // SAFETY: fork has no preconditions; `execguard run` is single-threaded here, so the child
+    // may go on running Rust code.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        bail!(
+            "cannot fork the session supervisor: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    if child == 0 {
+        return Ok(());
+    }
+    SESSION_CHILD.store(child, std::sync::atomic::Ordering::Relaxed);
+    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only loads an atomic and calls kill, both async-signal-safe.
+        unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer for the duration of the call.
+        let r = unsafe { libc::waitpid(child, &mut status, 0) };
+        if r == child {
+            break;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    let stamp = format!(
+        "{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        std::process::id()
+    );
+    match snapshot.quarantine(&stamp, home.as_deref()) {
+        Ok(list) => {
+            for q in &list {
+                if let Some(log) = audit_log {
+                    let saved = q.saved_as.as_deref().unwrap_or(&q.path);
+                    let record = execguard_os::audit::stamp(
+                        "run",
+                        "end",
+                        execguard_policy::audit::Decision::Notice,
+                        "repository_quarantine",
+                        Some(profile),
+                        q.path.as_os_str().as_bytes(),
+                        saved.as_os_str().as_bytes(),
+                    );
+                    if let Err(e) =
+                        execguard_os::audit::append(log.as_os_str().as_bytes(), &record)
+                    {
+                        eprintln!("execguard: warning: cannot write the audit log {}: {e:?}", log.display());
+                    }
+                }
+            }
+            if let Some(line) = execguard_wrappers::takeover::notice(&list) {
+                eprintln!("{line}");
+            }
+        }
+        Err(e) => eprintln!(
+            "execguard: error: repository_quarantine: {e}; inspect {}/hooks and config before running git on it outside a session",
+            workspace.display()
+        ),
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    };
+    std::process::exit(code)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,23 +671,56 @@ mod tests {
         std::fs::write(d.join("bin/git"), b"same bytes").unwrap();
         std::fs::write(d.join("lib/git-core/git"), b"same bytes").unwrap();
         assert_eq!(
-            git_exec_path_of(&d.join("bin/git")),
+            find_git_exec_path(&d.join("bin/git")),
             Some(d.join("lib/git-core"))
         );
         std::fs::write(d.join("lib/git-core/git"), b"other byte").unwrap();
-        assert_eq!(git_exec_path_of(&d.join("bin/git")), None);
+        assert_eq!(find_git_exec_path(&d.join("bin/git")), None);
         std::fs::remove_file(d.join("lib/git-core/git")).unwrap();
         std::fs::create_dir_all(d.join("libexec/git-core")).unwrap();
         std::fs::hard_link(d.join("bin/git"), d.join("libexec/git-core/git")).unwrap();
         assert_eq!(
-            git_exec_path_of(&d.join("bin/git")),
+            find_git_exec_path(&d.join("bin/git")),
             Some(d.join("libexec/git-core"))
         );
         // A git inside git-core is its own exec-path.
         assert_eq!(
-            git_exec_path_of(&d.join("libexec/git-core/git")),
+            find_git_exec_path(&d.join("libexec/git-core/git")),
             Some(d.join("libexec/git-core"))
         );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A shim is reused only while it is exactly what would be built: an added file, or a link
+    /// pointed elsewhere, makes the next session build it again.
+    #[test]
+    fn a_shim_is_reused_only_while_it_is_exact() {
+        let d = tmp("shim-reuse");
+        let real = d.join("real/git-core");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(d.join("wrapper"), b"w").unwrap();
+        std::fs::write(real.join("git"), b"g").unwrap();
+        std::fs::hard_link(real.join("git"), real.join("git-upload-pack")).unwrap();
+        std::fs::write(real.join("git-sh-setup"), b"s").unwrap();
+        let plan = ShimPlan {
+            wrappers: vec![(GIT, d.join("wrapper"))],
+            git_exec_path: Some(real.clone()),
+        };
+        let shim = d.join("shim");
+        create_shim_in(&shim, &plan).unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        std::fs::write(shim.join("git-core/planted"), b"x").unwrap();
+        assert!(!shim_is_current(&shim, &plan), "an added file");
+        std::fs::remove_file(shim.join("git-core/planted")).unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        std::fs::remove_file(shim.join("git-core/git-sh-setup")).unwrap();
+        std::os::unix::fs::symlink(d.join("wrapper"), shim.join("git-core/git-sh-setup")).unwrap();
+        assert!(!shim_is_current(&shim, &plan), "a link pointed elsewhere");
+        std::fs::write(real.join("git-new-helper"), b"n").unwrap();
+        create_shim_in(&shim, &plan).unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        std::fs::remove_file(shim.join("bin/git")).unwrap();
+        assert!(!shim_is_current(&shim, &plan), "a missing wrapper link");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -154,3 +154,42 @@ fn a_full_disk_never_leaves_a_fragment() {
         drop(disk);
     }
 }
+
+/// What a crash (or a writer from before whole-or-nothing) leaves: a torn last record, or a
+/// fragment the next record was glued to. `execguard audit` counts the records around it,
+/// says how many fragments it skipped, and exits 0; a line that is no record at all is 1.
+#[test]
+fn the_reader_survives_fragments() {
+    let f = Fixture::new("audit-fragments");
+    let p = f.strict();
+    for _ in 0..3 {
+        f.probe(&p, ["execve", "./payload"])
+            .assert_denied("mutable_native");
+    }
+    let whole = std::fs::read(&f.audit).unwrap();
+    let first_end = whole.iter().position(|&c| c == b'\n').unwrap() + 1;
+    let record = &whole[..first_end];
+    let summarise = |log: &Path| run(Command::new(&tools().cli).arg("audit").arg(log));
+    // A fragment glued to the next record, and a torn tail.
+    let glued = f.base.join("glued.jsonl");
+    let mut text = record.to_vec();
+    text.extend_from_slice(&record[..record.len() / 2]);
+    text.extend_from_slice(&whole);
+    text.extend_from_slice(&record[..30]);
+    std::fs::write(&glued, &text).unwrap();
+    let o = summarise(&glued);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert!(o.stdout.contains(": 4 records\n"), "{o}");
+    assert!(
+        o.stderr
+            .contains("audit_fragment: 2 records were cut short"),
+        "{o}"
+    );
+    // Not an audit log at all.
+    let foreign = f.base.join("foreign.jsonl");
+    std::fs::write(&foreign, [&whole[..], b"hello\n"].concat()).unwrap();
+    let o = summarise(&foreign);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stdout.contains(": 3 records\n"), "{o}");
+    assert!(o.stderr.contains("audit_foreign: 1 lines"), "{o}");
+}

@@ -20,9 +20,10 @@ fn cli(f: &Fixture, who: &Identity) -> Command {
     c
 }
 
-/// A private runtime directory for `who`, so the default audit log lands in the fixture.
+/// A private runtime directory for `who`, so the default audit log lands in the fixture (in
+/// the write set, as `/run/user/UID` is).
 fn runtime_dir(f: &Fixture, who: &Identity) -> PathBuf {
-    let d = dir_for(who, &f.base, "xdg");
+    let d = dir_for(who, &f.tmp, "xdg");
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     d
 }
@@ -57,7 +58,7 @@ fn the_first_command_is_audited() {
     for who in identities() {
         let label = who.label();
         let f = Fixture::new("start-first");
-        let logs = dir_for(&who, &f.base, "logs");
+        let logs = dir_for(&who, &f.tmp, "logs");
         let log = logs.join("audit.jsonl");
         let o = run(cli(&f, &who)
             .args(["run", "--audit"])
@@ -168,12 +169,15 @@ fn an_audit_log_that_cannot_be_written_is_refused_at_start() {
     for who in identities() {
         let label = who.label();
         let f = Fixture::new("start-audit-bad");
-        let dir = dir_for(&who, &f.base, "logs");
+        let dir = dir_for(&who, &f.tmp, "logs");
         let fifo = dir.join("fifo");
         mkfifo(&fifo);
+        // Writable, but outside the write set: the sealed session could not append to it.
+        let outside = dir_for(&who, &f.base, "outside").join("audit.jsonl");
         for bad in [
             dir.clone(),
             fifo,
+            outside,
             PathBuf::from("/proc/self/execguard-audit.jsonl"),
             dir.join("missing/audit.jsonl"),
         ] {

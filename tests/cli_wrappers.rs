@@ -480,3 +480,765 @@ fn the_default_policy_lists_every_git_and_node_with_its_wrapper() {
     let node = Path::new(REAL_NODE).canonicalize().unwrap();
     assert_eq!(entry(node.to_str().unwrap())["name"].as_str(), Some("node"));
 }
+
+// ---- Issue 15: ordinary work unbroken, escapes closed, for root and a non-root user ----------
+
+use execguard_testkit::{identities, Identity};
+
+/// A scenario directory owned by `who`: `home/` (its `$HOME`), `repo/` (a repository with one
+/// commit and a pre-commit hook that appends to `hook.marker`), and room for more.
+struct Session {
+    who: Identity,
+    root: PathBuf,
+    home: PathBuf,
+    repo: PathBuf,
+}
+
+impl Session {
+    fn new(who: Identity, name: &str) -> Session {
+        require_tools();
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let root = execguard_testkit::dir_for(
+            &who,
+            &std::env::temp_dir(),
+            &format!("eg-cliw15-{}-{name}-{n}-{}", std::process::id(), who.uid()),
+        );
+        let root = root.canonicalize().unwrap();
+        let s = Session {
+            who,
+            home: root.join("home"),
+            repo: root.join("repo"),
+            root,
+        };
+        s.mkdir(&s.home);
+        s.init_repo(&s.repo);
+        s
+    }
+
+    fn mkdir(&self, d: &Path) {
+        fs::create_dir_all(d).unwrap();
+        self.who.own(d);
+    }
+
+    /// Unguarded set-up git, as the scenario's user, with no global config.
+    fn setup(&self, dir: &Path, args: &[&str]) -> Output {
+        let mut c = Command::new(DEBIAN_GIT);
+        c.args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "T")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "T")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid");
+        let out = self.who.apply(&mut c).output().unwrap();
+        assert!(
+            out.status.success(),
+            "set-up git {args:?} as {}: {}",
+            self.who.label(),
+            text(&out.stderr)
+        );
+        out
+    }
+
+    fn init_repo(&self, repo: &Path) {
+        self.mkdir(repo);
+        self.setup(repo, &["init", "-q", "-b", "main"]);
+        self.setup(repo, &["config", "user.name", "T"]);
+        self.setup(repo, &["config", "user.email", "t@example.invalid"]);
+        self.write(&repo.join("a.txt"), "a\n");
+        self.setup(repo, &["add", "a.txt"]);
+        self.setup(repo, &["commit", "-q", "-m", "base"]);
+        self.write_exec(
+            &repo.join(".git/hooks/pre-commit"),
+            &format!(
+                "#!/bin/sh\necho ran >> '{}'\n",
+                self.root.join("hook.marker").display()
+            ),
+        );
+    }
+
+    fn write(&self, p: &Path, t: &str) {
+        fs::write(p, t).unwrap();
+        self.who.own(p);
+    }
+
+    fn write_exec(&self, p: &Path, t: &str) {
+        write_exec(p, t);
+        self.who.own(p);
+    }
+
+    /// `execguard run -- ARGS` in `dir`, as the scenario's user, with `$HOME` = `home/`.
+    fn run_in(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(EXECGUARD);
+        c.arg("run").arg("--").args(args).current_dir(dir);
+        self.who.apply(&mut c);
+        c.env("HOME", &self.home)
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .env_remove("GIT_CONFIG_NOSYSTEM");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_in(&self.repo, args, &[])
+    }
+
+    #[track_caller]
+    fn ok(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let out = self.run_in(dir, args, env);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?} as {}\nstdout: {}\nstderr: {}",
+            self.who.label(),
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        out
+    }
+
+    /// Refused by the wrapper with `code`, one stderr line that says how to proceed.
+    #[track_caller]
+    fn refused(&self, dir: &Path, args: &[&str], env: &[(&str, &str)], code: &str) -> Output {
+        let out = self.run_in(dir, args, env);
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("execguard-git: refused {code}: "))
+                && err.contains("; to proceed: "),
+            "{args:?} as {}: want refused {code}; status {:?}\nstderr: {err}",
+            self.who.label(),
+            out.status.code()
+        );
+        out
+    }
+
+    fn hook_runs(&self) -> usize {
+        fs::read_to_string(self.root.join("hook.marker"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+#[test]
+fn editor_pager_and_askpass_in_the_environment_are_neutralised_not_refused() {
+    for who in identities() {
+        let s = Session::new(who, "neutral");
+        let marker = s.root.join("pwned");
+        let cmd = format!("touch '{}'", marker.display());
+        let env: Vec<(&str, &str)> = [
+            "EDITOR",
+            "VISUAL",
+            "PAGER",
+            "GIT_PAGER",
+            "GIT_EDITOR",
+            "SSH_ASKPASS",
+            "GIT_ASKPASS",
+        ]
+        .iter()
+        .map(|n| (*n, cmd.as_str()))
+        .chain([("LESSOPEN", "|touch pwned %s")])
+        .collect();
+        s.ok(&s.repo, &["git", "status"], &env);
+        s.ok(&s.repo, &["git", "-p", "log", "-1"], &env);
+        s.ok(
+            &s.repo,
+            &["git", "-c", &format!("core.pager={cmd}"), "-p", "log", "-1"],
+            &[],
+        );
+        // `git commit` without -m: the editor is `:`, so git aborts on the empty message.
+        fs::write(s.repo.join("a.txt"), "changed\n").unwrap();
+        let out = s.run_in(&s.repo, &["git", "commit", "-a"], &env);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("empty commit message"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            !marker.exists(),
+            "{}: a neutralised program ran",
+            who.label()
+        );
+        // One whose neutral value would change the result is refused, saying what to do.
+        s.refused(
+            &s.repo,
+            &["git", "rebase", "-i", "HEAD"],
+            &[("GIT_SEQUENCE_EDITOR", "sed -i 1d")],
+            "env_override",
+        );
+    }
+}
+
+#[test]
+fn the_users_gitconfig_is_honoured_and_checked() {
+    for who in identities() {
+        let s = Session::new(who, "gitconfig");
+        s.write(
+            &s.home.join(".gitconfig"),
+            "[user]\n\tname = Global Name\n\temail = g@example.invalid\n[init]\n\tdefaultBranch = trunk\n[core]\n\teditor = vim\n\tpager = less -R\n[credential]\n\thelper = store\n",
+        );
+        let fresh = s.root.join("fresh");
+        s.mkdir(&fresh);
+        s.ok(&fresh, &["git", "init", "-q"], &[]);
+        let out = s.ok(&fresh, &["git", "symbolic-ref", "--short", "HEAD"], &[]);
+        assert_eq!(text(&out.stdout).trim(), "trunk", "{}", who.label());
+        s.write(&fresh.join("f"), "f\n");
+        s.ok(&fresh, &["git", "add", "f"], &[]);
+        s.ok(&fresh, &["git", "commit", "-q", "-m", "first"], &[]);
+        let out = s.ok(&fresh, &["git", "log", "-1", "--format=%an <%ae>"], &[]);
+        assert_eq!(text(&out.stdout).trim(), "Global Name <g@example.invalid>");
+        // git's own advice works: it writes ~/.gitconfig.
+        s.ok(
+            &fresh,
+            &["git", "config", "--global", "user.name", "Renamed"],
+            &[],
+        );
+        assert!(fs::read_to_string(s.home.join(".gitconfig"))
+            .unwrap()
+            .contains("Renamed"));
+        // ... and a command-running key planted there is refused like any other source.
+        let mut cfg = fs::read_to_string(s.home.join(".gitconfig")).unwrap();
+        cfg.push_str("[include]\n\tpath = ~/more.inc\n");
+        s.write(&s.home.join(".gitconfig"), &cfg);
+        s.write(
+            &s.home.join("more.inc"),
+            "[core]\n\tfsmonitor = touch pwned\n",
+        );
+        let out = s.refused(&fresh, &["git", "status"], &[], "config_key");
+        assert!(
+            text(&out.stderr).contains("more.inc: core.fsmonitor"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn git_started_by_git_works_worktree_submodule_stash_gc_mv_merge() {
+    for who in identities() {
+        let s = Session::new(who, "gitgit");
+        let r = &s.repo;
+        // git worktree add: git's own `GIT_DIR=... GIT_WORK_TREE=... git reset --hard` child.
+        let wt = s.root.join("wt");
+        s.ok(
+            r,
+            &[
+                "git",
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "feature",
+                wt.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(wt.join("a.txt").is_file(), "{}", who.label());
+        s.write(&wt.join("w.txt"), "w\n");
+        s.ok(&wt, &["git", "add", "w.txt"], &[]);
+        s.ok(&wt, &["git", "commit", "-q", "-m", "in the worktree"], &[]);
+        // merge, mv, stash, gc (git starts git for several of these).
+        s.ok(r, &["git", "merge", "-q", "feature"], &[]);
+        s.ok(r, &["git", "mv", "w.txt", "moved.txt"], &[]);
+        s.write(&r.join("a.txt"), "dirty\n");
+        s.ok(r, &["git", "stash", "-q"], &[]);
+        s.ok(r, &["git", "stash", "pop", "-q"], &[]);
+        s.ok(r, &["git", "gc", "-q"], &[]);
+        s.ok(
+            r,
+            &[
+                "git",
+                "-c",
+                "maintenance.auto=true",
+                "maintenance",
+                "run",
+                "--auto",
+            ],
+            &[],
+        );
+        // A local submodule (git passes -c protocol.file.allow=always to its children).
+        let lib = s.root.join("lib");
+        s.init_repo(&lib);
+        s.ok(
+            r,
+            &[
+                "git",
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                lib.to_str().unwrap(),
+                "lib",
+            ],
+            &[],
+        );
+        s.ok(
+            r,
+            &[
+                "git",
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "update",
+                "--init",
+                "-q",
+            ],
+            &[],
+        );
+        s.ok(r, &["git", "submodule", "status"], &[]);
+        // The image's exec-path (git's own, root-owned) is accepted as GIT_EXEC_PATH (git
+        // exports its exec-path to every child); any other directory is not.
+        s.ok(
+            r,
+            &["sh", "-c", "GIT_EXEC_PATH=/usr/lib/git-core git status"],
+            &[],
+        );
+        let other = format!("GIT_EXEC_PATH='{}' git status", s.root.display());
+        s.refused(r, &["sh", "-c", &other], &[], "exec_path");
+    }
+}
+
+/// Sets up a rebase stopped on a conflict in `s.repo`: `topic` rebased onto `main`.
+fn conflicted_rebase(s: &Session) {
+    let r = &s.repo;
+    s.setup(r, &["checkout", "-q", "-b", "topic"]);
+    s.write(&r.join("a.txt"), "topic\n");
+    s.setup(r, &["commit", "-q", "-am", "topic"]);
+    s.write(&r.join("t.txt"), "t\n");
+    s.setup(r, &["add", "t.txt"]);
+    s.setup(r, &["commit", "-q", "-m", "topic two"]);
+    s.setup(r, &["checkout", "-q", "main"]);
+    s.write(&r.join("a.txt"), "main\n");
+    s.setup(r, &["commit", "-q", "-am", "main"]);
+    s.setup(r, &["checkout", "-q", "topic"]);
+    let out = s.run(&["git", "rebase", "main"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the rebase must stop on the conflict: {}",
+        text(&out.stderr)
+    );
+    s.write(&r.join("a.txt"), "resolved\n");
+    s.ok(r, &["git", "add", "a.txt"], &[]);
+}
+
+#[test]
+fn rebase_continue_after_a_conflict_works_and_planted_exec_lines_are_refused() {
+    for who in identities() {
+        let s = Session::new(who, "rebase");
+        conflicted_rebase(&s);
+        // git's sequencer commits with its own `commit -n`: not a bypass.
+        s.ok(&s.repo, &["git", "rebase", "--continue"], &[]);
+        let out = s.ok(&s.repo, &["git", "log", "--format=%s", "-3"], &[]);
+        assert_eq!(
+            text(&out.stdout),
+            "topic two\ntopic\nmain\n",
+            "{}",
+            who.label()
+        );
+
+        let s = Session::new(who, "todoexec");
+        conflicted_rebase(&s);
+        let marker = s.root.join("pwned");
+        let todo = s.repo.join(".git/rebase-merge/git-rebase-todo");
+        let mut t = fs::read_to_string(&todo).unwrap();
+        t.insert_str(0, &format!("exec touch '{}'\n", marker.display()));
+        s.write(&todo, &t);
+        for step in ["--continue", "--skip", "--edit-todo"] {
+            s.refused(&s.repo, &["git", "rebase", step], &[], "todo_exec");
+        }
+        assert!(
+            !marker.exists(),
+            "{}: the planted exec line ran",
+            who.label()
+        );
+    }
+}
+
+#[test]
+fn npm_postinstall_with_node_e_runs_and_code_loading_stays_refused() {
+    for who in identities() {
+        let s = Session::new(who, "npm");
+        let pkg = s.root.join("pkg");
+        s.mkdir(&pkg);
+        // core-js's postinstall is `node -e "..."`: the same shape, without the network.
+        s.write(
+            &pkg.join("package.json"),
+            r#"{"name":"p","version":"1.0.0","scripts":{"postinstall":"node -e \"require('fs').writeFileSync('postinstall.ran', 'yes')\""}}"#,
+        );
+        let out = s.run_in(
+            &pkg,
+            &["npm", "install", "--no-audit", "--no-fund", "--offline"],
+            &[("npm_config_cache", s.home.join(".npm").to_str().unwrap())],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}{}",
+            who.label(),
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert_eq!(
+            fs::read_to_string(pkg.join("postinstall.ran")).unwrap(),
+            "yes"
+        );
+        s.write(
+            &pkg.join("x.js"),
+            "require('fs').writeFileSync('loaded', 'x')",
+        );
+        for args in [
+            &["node", "--require", "./x.js", "-e", "1"][..],
+            &["node", "--import", "./x.js", "-e", "1"],
+            &["node", "--loader", "./x.js", "-e", "1"],
+        ] {
+            let out = s.run_in(&pkg, args, &[]);
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            assert!(text(&out.stderr).starts_with("execguard-node: refused node_code_loading: "));
+        }
+        let out = s.run_in(
+            &pkg,
+            &[
+                "node",
+                "-e",
+                "console.log(process.env.NODE_OPTIONS || 'none')",
+            ],
+            &[("NODE_OPTIONS", "--require ./x.js")],
+        );
+        assert_eq!(text(&out.stdout), "none\n");
+        assert!(!pkg.join("loaded").exists());
+    }
+}
+
+#[test]
+fn transport_helpers_remote_ext_and_command_keys_are_refused() {
+    for who in identities() {
+        let s = Session::new(who, "escapes");
+        let r = &s.repo;
+        let marker = s.root.join("pwned");
+        let touch = format!("touch '{}'", marker.display());
+        // A `git-remote-evil` on PATH would be run by `git fetch evil::x`.
+        let bin = s.root.join("bin");
+        s.mkdir(&bin);
+        s.write_exec(
+            &bin.join("git-remote-evil"),
+            &format!("#!/bin/sh\n{touch}\n"),
+        );
+        let path = format!("{}:/usr/bin:/bin", bin.display());
+        s.refused(
+            r,
+            &["sh", "-c", &format!("PATH={path}:$PATH git fetch evil::x")],
+            &[],
+            "transport_helper",
+        );
+        s.refused(
+            r,
+            &[
+                "sh",
+                "-c",
+                &format!("PATH={path}:$PATH git fetch foo://h/x"),
+            ],
+            &[],
+            "transport_helper",
+        );
+        s.refused(
+            r,
+            &["git", "-c", "remote.origin.url=evil::x", "fetch", "origin"],
+            &[],
+            "transport_helper",
+        );
+        s.refused(
+            r,
+            &["git", "-c", "url.ev.insteadOf=zz", "fetch", "zzil::x"],
+            &[],
+            "transport_helper",
+        );
+        s.refused(
+            r,
+            &["git", "remote-ext", ".", &format!("sh -c {touch}")],
+            &[],
+            "command_subcommand",
+        );
+        s.refused(
+            r,
+            &["git", "clone", "ext::sh -c touch% pwned", "x"],
+            &[],
+            "transport_helper",
+        );
+        s.refused(
+            r,
+            &["git", "-c", &format!("imap.tunnel={touch}"), "imap-send"],
+            &[],
+            "config_key",
+        );
+        s.refused(
+            r,
+            &["git", "-c", &format!("core.fsmonitor={touch}"), "status"],
+            &[],
+            "config_key",
+        );
+        s.refused(
+            r,
+            &["git", "-c", &format!("filter.x.clean={touch}"), "status"],
+            &[],
+            "config_key",
+        );
+        s.refused(
+            r,
+            &["git", "-c", &format!("diff.x.textconv={touch}"), "diff"],
+            &[],
+            "config_key",
+        );
+        s.refused(
+            r,
+            &["git", "fetch", "origin"],
+            &[("GIT_SSH_COMMAND", &touch)],
+            "env_override",
+        );
+        let out = s.refused(
+            r,
+            &["git", "bisect", "run", "true"],
+            &[],
+            "command_subcommand",
+        );
+        assert!(
+            text(&out.stderr).contains("git bisect good"),
+            "{}",
+            text(&out.stderr)
+        );
+        // git's own helpers stay usable: https is git-remote-https.
+        let out = s.run(&["git", "ls-remote", "https://127.0.0.1:9/x"]);
+        assert!(
+            !text(&out.stderr).contains("execguard-git:"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!marker.exists(), "{}: a refused program ran", who.label());
+    }
+}
+
+#[test]
+fn a_local_push_reads_the_target_repositorys_config() {
+    for who in identities() {
+        let s = Session::new(who, "alternates");
+        let marker = s.root.join("pwned");
+        // A bare target with an alternate (so receive-pack advertises the alternate's refs,
+        // through core.alternateRefsCommand) whose own config names a command.
+        let target = s.root.join("target.git");
+        s.mkdir(&target);
+        s.setup(&target, &["init", "-q", "--bare"]);
+        s.write(
+            &target.join("objects/info/alternates"),
+            &format!("{}\n", s.repo.join(".git/objects").display()),
+        );
+        s.setup(
+            &target,
+            &[
+                "config",
+                "core.alternateRefsCommand",
+                &format!("touch '{}'; :", marker.display()),
+            ],
+        );
+        let out = s.run(&["git", "push", target.to_str().unwrap(), "main"]);
+        assert_ne!(out.status.code(), Some(0), "{}", who.label());
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("refused config_key") && err.contains("target.git/config"),
+            "{err}"
+        );
+        assert!(
+            !marker.exists(),
+            "{}: the target's alternateRefsCommand ran",
+            who.label()
+        );
+        // Without the key the same push works (git-receive-pack through the wrapper).
+        s.setup(&target, &["config", "--unset", "core.alternateRefsCommand"]);
+        s.ok(
+            &s.repo,
+            &["git", "push", "-q", target.to_str().unwrap(), "main"],
+            &[],
+        );
+    }
+}
+
+#[test]
+fn check_shows_the_same_refusal_and_how_to_proceed() {
+    for who in identities() {
+        let s = Session::new(who, "check15");
+        let mut c = Command::new(EXECGUARD);
+        c.args(["check", "--json", "--", "git", "fetch", "evil::x"])
+            .current_dir(&s.repo);
+        who.apply(&mut c);
+        let out = c
+            .env_remove("EXECGUARD_POLICY")
+            .env("HOME", &s.home)
+            .output()
+            .unwrap();
+        assert_status(&out, 1);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["reason"], "transport_helper");
+        let wrapper = s.refused(
+            &s.repo,
+            &["git", "fetch", "evil::x"],
+            &[],
+            "transport_helper",
+        );
+        let line = text(&wrapper.stderr);
+        assert!(line.contains(v["hint"].as_str().unwrap()), "{line} vs {v}");
+        assert!(
+            line.contains(v["detail"].as_str().unwrap()),
+            "{line} vs {v}"
+        );
+        assert_eq!(s.hook_runs(), 0);
+    }
+}
+
+#[test]
+fn only_the_sequencer_may_commit_with_minus_n() {
+    for who in identities() {
+        let s = Session::new(who, "seqonly");
+        // A program git starts from PATH (here: ssh, for an ssh:// URL) that turns into
+        // `git commit -n`: its parent is the real git, but not the sequencer.
+        let bin = s.root.join("bin");
+        s.mkdir(&bin);
+        let err = s.root.join("inner.err");
+        s.write_exec(
+            &bin.join("ssh"),
+            &format!(
+                "#!/bin/sh\nexec git commit -q --allow-empty -n -m sneaky 2>'{}'\n",
+                err.display()
+            ),
+        );
+        let before = s.ok(&s.repo, &["git", "rev-parse", "HEAD"], &[]).stdout;
+        let script = format!("PATH={}:$PATH git fetch ssh://h/x", bin.display());
+        let _ = s.run(&["sh", "-c", &script]);
+        let after = s.ok(&s.repo, &["git", "rev-parse", "HEAD"], &[]).stdout;
+        assert_eq!(
+            before,
+            after,
+            "{}: the inner commit went through",
+            who.label()
+        );
+        let inner = fs::read_to_string(&err).unwrap_or_default();
+        assert!(
+            inner.contains("refused hook_bypass"),
+            "{}: {inner}",
+            who.label()
+        );
+    }
+}
+
+/// `execguard run --audit <root>/audit.jsonl -- sh -c SCRIPT` in the repository, as the user.
+fn run_script_audited(s: &Session, script: &str) -> Output {
+    let audit = s.root.join("audit.jsonl");
+    if !audit.exists() {
+        s.write(&audit, "");
+    }
+    let mut c = Command::new(EXECGUARD);
+    c.arg("run")
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&s.repo);
+    s.who.apply(&mut c);
+    c.env("HOME", &s.home)
+        .env_remove("EXECGUARD_POLICY")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn what_a_strict_session_plants_in_the_repository_is_quarantined_when_it_ends() {
+    for who in identities() {
+        let s = Session::new(who, "takeover");
+        let marker = s.root.join("pwned");
+        // The session plants a hook and a command-running key (written as files: the wrapper
+        // would refuse `git config core.fsmonitor`), next to ordinary config work.
+        let script = format!(
+            "git remote add origin https://example.invalid/r && printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && printf '[core]\\n\\tfsmonitor = touch {m}\\n' >> .git/config && exit 7",
+            m = marker.display()
+        );
+        let out = run_script_audited(&s, &script);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "the session's own status: {}",
+            text(&out.stderr)
+        );
+        let err = text(&out.stderr);
+        let notice: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("execguard: quarantined "))
+            .collect();
+        assert_eq!(notice.len(), 1, "{}: {err}", who.label());
+        assert!(
+            !s.repo.join(".git/hooks/post-checkout").exists(),
+            "{}",
+            who.label()
+        );
+        let cfg = fs::read_to_string(s.repo.join(".git/config")).unwrap();
+        assert!(!cfg.contains("fsmonitor"), "{cfg}");
+        let audit = fs::read_to_string(s.root.join("audit.jsonl")).unwrap();
+        assert_eq!(
+            audit
+                .lines()
+                .filter(|l| l.contains("\"repository_quarantine\""))
+                .count(),
+            2,
+            "{audit}"
+        );
+        // The operator's plain git afterwards runs nothing the session planted.
+        let st = Command::new(DEBIAN_GIT)
+            .args(["-c", "safe.directory=*", "checkout", "-q", "-b", "after"])
+            .current_dir(&s.repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = Command::new(DEBIAN_GIT)
+            .args(["-c", "safe.directory=*", "status", "-s"])
+            .current_dir(&s.repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert!(
+            !marker.exists(),
+            "{}: a planted program ran for the operator",
+            who.label()
+        );
+
+        // Ordinary work only: nothing is quarantined, the config change stays.
+        let out = run_script_audited(
+            &s,
+            "git remote add other ../other && git config user.name Someone",
+        );
+        assert_status(&out, 0);
+        assert!(
+            !text(&out.stderr).contains("quarantined"),
+            "{}",
+            text(&out.stderr)
+        );
+        let cfg = fs::read_to_string(s.repo.join(".git/config")).unwrap();
+        assert!(
+            cfg.contains("[remote \"other\"]") && cfg.contains("Someone"),
+            "{cfg}"
+        );
+    }
+}

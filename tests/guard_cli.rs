@@ -39,7 +39,8 @@ fn run_passes_the_exit_status_through() {
 #[test]
 fn run_with_profiles_and_audit() {
     let f = Fixture::new("cli-profiles");
-    let audit = f.base.join("cli-audit.jsonl");
+    // In the write set: a sealed session may write nothing else.
+    let audit = f.tmp.join("cli-audit.jsonl");
     let o = run(cli(&f)
         .args(["run", "--profile", "development", "--audit"])
         .arg(&audit)
@@ -52,8 +53,13 @@ fn run_with_profiles_and_audit() {
         .args(["--", "sh", "-c", "./payload"]));
     assert_eq!(o.code, Some(126), "{o}");
     let records = read_audit(&audit);
-    assert_eq!(records.len(), 1, "{records:?}");
-    assert_eq!(records[0]["reason"], "mutable_native");
+    let (notices, decisions): (Vec<_>, Vec<_>) =
+        records.iter().partition(|r| r["decision"] == "notice");
+    assert_eq!(decisions.len(), 1, "{records:?}");
+    assert_eq!(decisions[0]["reason"], "mutable_native");
+    // The development session is reduced, and its start record says so.
+    assert_eq!(notices.len(), 1, "{records:?}");
+    assert_eq!(notices[0]["path"], "reduced:development");
 }
 
 #[test]

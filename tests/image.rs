@@ -8,7 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const TAG: &str = "execguard:test";
+/// The image these tests build: a tag of this source tree alone, so trees that share one Docker
+/// engine never run each other's image.
+fn tag() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        env!("CARGO_MANIFEST_DIR").hash(&mut h);
+        format!("execguard:test-{:08x}", h.finish() as u32)
+    })
+}
 const REAL: &str = "/usr/local/libexec/execguard/real";
 
 /// `true` when the tests run as root and Docker answers; otherwise skips loudly (a failure
@@ -39,7 +49,7 @@ fn image() -> &'static str {
     let result = BUILT.get_or_init(|| {
         let start = std::time::Instant::now();
         let out = execguard()
-            .args(["image", "build", "--tag", TAG, "--source"])
+            .args(["image", "build", "--tag", tag(), "--source"])
             .arg(env!("CARGO_MANIFEST_DIR"))
             .output()
             .map_err(|e| e.to_string())?;
@@ -57,7 +67,7 @@ fn image() -> &'static str {
     if let Err(e) = result {
         panic!("execguard image build failed:\n{e}");
     }
-    TAG
+    tag()
 }
 
 fn tail(s: &str, n: usize) -> String {
@@ -137,11 +147,6 @@ fn sh(ws: &Workspace, script: &str) -> Output {
         .unwrap()
 }
 
-/// A provider session: `execguard image run -- ARGS`.
-fn provider(ws: &Workspace, args: &[&str]) -> Output {
-    image_run(ws).arg("--").args(args).output().unwrap()
-}
-
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -204,17 +209,14 @@ echo "sudo=$(command -v sudo || echo none)"
             assert!(opts.split(',').any(|o| o == flag), "{m}: {opts}");
         }
     }
-    // Docker 20.10's local volume driver applies `noexec` to a bind only together with `ro`:
-    // report what this daemon did; the guard's refusals below hold either way.
+    // The entrypoint remounted the workspace bind noexec,nosuid,nodev before the session.
     let ws_opts = field(&out, "opts/workspace");
-    eprintln!(
-        "workspace mount options: {ws_opts} (noexec {})",
-        if ws_opts.split(',').any(|o| o == "noexec") {
-            "applied"
-        } else {
-            "NOT applied by this Docker"
-        }
-    );
+    for flag in ["noexec", "nosuid", "nodev"] {
+        assert!(
+            ws_opts.split(',').any(|o| o == flag),
+            "/workspace: {ws_opts}"
+        );
+    }
     assert_eq!(
         field(&out, "setuid"),
         "0",
@@ -297,15 +299,19 @@ kill $NODE $SLEEP
             "{case}\n{out}"
         );
     }
-    assert_eq!(field(&out, "memfd.rc"), "126", "{out}");
+    // The session's seccomp filter refuses a memfd that could hold code however it is made
+    // (here a raw syscall(), which the guard cannot add MFD_NOEXEC_SEAL to).
+    assert_eq!(field(&out, "memfd.rc"), "1", "{out}");
     assert!(
-        field(&out, "memfd.err").contains("execguard: denied anonymous_native"),
+        field(&out, "memfd.err").contains("memfd_create: Operation not permitted"),
         "{out}"
     );
     assert_eq!(field(&out, "script.rc"), "0", "{out}");
     assert_eq!(field(&out, "script.out"), "script-ran");
     let checked: u32 = field(&out, "checked").parse().unwrap();
-    assert!(checked >= 4, "too few processes inspected:\n{out}");
+    // bash, node and sleep at least; PID 1 dropped from root to the session user, so the kernel
+    // made it non-dumpable and its maps are not readable to the session (nor can it be traced).
+    assert!(checked >= 3, "too few processes inspected:\n{out}");
     assert_eq!(
         field(&out, "missing").trim(),
         "",
@@ -386,29 +392,164 @@ node -r /tmp/x.js -e 1 2>/tmp/e; echo "noder.rc=$?"; echo "noder.err=$(cat /tmp/
     );
 }
 
+/// Each provider (what `--version` prints) and one flag its policy refuses as dangerous.
+const PROVIDERS: [(&str, &str, &str); 4] = [
+    ("claude", "(Claude Code)", "--dangerously-skip-permissions"),
+    (
+        "codex",
+        "codex-cli",
+        "--dangerously-bypass-approvals-and-sandbox",
+    ),
+    ("gemini", "0.", "--yolo"),
+    ("copilot", "GitHub Copilot CLI", "--yolo"),
+];
+
 #[test]
-fn the_provider_runs_through_its_wrapper_and_refused_flags_exit_2() {
+fn every_provider_starts_through_its_policy_and_a_dangerous_flag_exits_2() {
     if !docker_ready() {
         return;
     }
     let ws = Workspace::new("provider");
-    let version = provider(&ws, &["--version"]);
-    let out = ok(&version);
-    assert!(out.contains("Claude Code"), "{out}");
-    let refused = provider(&ws, &["--dangerously-skip-permissions"]);
-    let (o, e) = text(&refused);
-    assert_eq!(refused.status.code(), Some(2), "stdout {o}\nstderr {e}");
-    assert!(e.contains("refused dangerous_flag"), "{e}");
-    // The real CLI cannot be started except through the provider wrapper.
-    let direct = ok(&sh(
-        &ws,
-        &format!("{REAL}/claude --version 2>&1; echo \"rc=$?\""),
-    ));
-    assert_eq!(field(&direct, "rc"), "126", "{direct}");
+    for (agent, version, dangerous) in PROVIDERS {
+        let run = |args: &[&str]| {
+            image_run(&ws)
+                .args(["--agent", agent, "--"])
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let out = ok(&run(&["--version"]));
+        assert!(out.contains(version), "{agent} --version: {out}");
+        let help = run(&["--help"]);
+        assert!(help.status.success(), "{agent} --help: {:?}", text(&help));
+        let refused = run(&[dangerous]);
+        let (o, e) = text(&refused);
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "{agent} {dangerous}: {o}\n{e}"
+        );
+        assert!(
+            e.contains("refused dangerous_flag"),
+            "{agent} {dangerous}: {e}"
+        );
+        // What actually runs cannot be started except through the provider wrapper.
+        let direct = ok(&sh(
+            &ws,
+            &format!("{REAL}/{agent} --version 2>&1; echo \"rc=$?\""),
+        ));
+        assert_eq!(field(&direct, "rc"), "126", "{agent}: {direct}");
+        assert!(
+            direct.contains("execguard: denied protected_runtime_direct"),
+            "{agent}: {direct}"
+        );
+    }
+    // An image records its providers: asking for another is a typed refusal.
+    let out = Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{ index .Config.Labels \"execguard.providers\" }}",
+            image(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&out).trim(), "codex,claude,gemini,copilot");
+}
+
+/// `image run` as root: the session is the workspace's owner; a root-owned workspace is refused
+/// at start with what to do (a session never runs as root, and could not write it).
+#[test]
+fn a_root_launcher_runs_as_the_workspace_owner_or_refuses() {
+    if !docker_ready() {
+        return;
+    }
+    let test_user = execguard_testkit::non_root_user();
+    let ws = Workspace::new("owner");
+    std::os::unix::fs::chown(&ws.0, Some(test_user.uid), Some(test_user.gid)).unwrap();
+    let run = |ws: &Workspace| {
+        execguard()
+            .args(["image", "run", "--image", image(), "--workspace"])
+            .arg(&ws.0)
+            .args([
+                "--arbitrary-command",
+                "--",
+                "bash",
+                "-c",
+                "id -u; id -g; git init -q . && echo init-ok",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = ok(&run(&ws));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], test_user.uid.to_string(), "{out}");
+    assert_eq!(lines[1], test_user.gid.to_string(), "{out}");
+    assert!(out.contains("init-ok"), "{out}");
+    let root_owned = Workspace::new("root-owned");
+    std::os::unix::fs::chown(&root_owned.0, Some(0), Some(0)).unwrap();
+    let out = run(&root_owned);
+    let (_, e) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(
-        direct.contains("execguard: denied protected_runtime_direct"),
-        "{direct}"
+        e.starts_with("execguard: refused workspace_owned_by_root: "),
+        "{e}"
     );
+    assert!(
+        e.contains("chown") && e.contains("--user"),
+        "says what to do: {e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+/// Strict sessions do not load the workspace's provider configuration; instruction files stay.
+#[test]
+fn workspace_provider_configuration_is_masked_in_strict() {
+    if !docker_ready() {
+        return;
+    }
+    let ws = Workspace::new("repo-config");
+    std::fs::create_dir_all(ws.0.join(".claude")).unwrap();
+    ws.write(
+        ".claude/settings.json",
+        r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"touch /workspace/pwned"}]}]}}"#,
+    );
+    ws.write(".mcp.json", r#"{"mcpServers":{"x":{"command":"sh"}}}"#);
+    ws.write("AGENTS.md", "instructions\n");
+    let out = sh(&ws, "cat /workspace/.claude/settings.json; echo; cat /workspace/.mcp.json; echo; cat /workspace/AGENTS.md");
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{o}{e}");
+    assert_eq!(o, "{}\n\n{}\n\ninstructions\n", "{e}");
+    assert!(
+        e.contains(
+            "not loading the workspace's provider configuration: .claude/settings.json, .mcp.json"
+        ),
+        "{e}"
+    );
+    // With today's acknowledgement they load (and the session records reduced assurance).
+    let today = String::from_utf8(
+        Command::new("date")
+            .args(["-u", "+%F"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let out = image_run(&ws)
+        .args([
+            "--repo-config-ack",
+            today.trim(),
+            "--arbitrary-command",
+            "--",
+            "bash",
+            "-c",
+            "cat /workspace/.mcp.json; echo; cat /run/execguard/state/assurance",
+        ])
+        .output()
+        .unwrap();
+    let o = ok(&out);
+    assert!(o.contains("mcpServers") && o.contains("repo-config"), "{o}");
 }
 
 /// The docker arguments `execguard image run` would use, with the recorded seccomp profile.
@@ -455,6 +596,33 @@ fn a_bad_environment_value_or_a_tampered_control_file_stops_the_container() {
     // The unmodified arguments start.
     let good = docker(&args);
     ok(&good);
+
+    // Without the capability to remount, the workspace stays exec: a strict start refuses,
+    // unless the operator accepts reduced assurance (recorded).
+    let no_remount: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--cap-add=SYS_ADMIN")
+        .cloned()
+        .collect();
+    assert_ne!(no_remount.len(), args.len());
+    let o = docker(&no_remount);
+    let (_, e) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("refused noexec_unavailable: writable and not noexec: /workspace"),
+        "{e}"
+    );
+    let image_at = no_remount.iter().position(|a| a == image()).unwrap();
+    let mut reduced = no_remount[..image_at].to_vec();
+    reduced.extend([
+        "--env".to_string(),
+        "EXECGUARD_ALLOW_EXEC_MAPPINGS=1".to_string(),
+    ]);
+    reduced.extend(no_remount[image_at..].iter().cloned());
+    let o = docker(&reduced);
+    let (_, e) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(e.contains("reduced assurance"), "{e}");
 
     let replace = |from: &str, to: &str| -> Vec<String> {
         assert!(
@@ -522,4 +690,329 @@ fn a_bad_environment_value_or_a_tampered_control_file_stops_the_container() {
     assert!(e.contains("refused control_file_modified"), "{e}");
     let _ = std::fs::remove_file(&policy);
     let _ = std::fs::remove_file(&seccomp);
+}
+
+/// A Python script (run in the session by python3) that writes a pure-Python wheel with a
+/// console script: no network, no build backend.
+const MAKE_WHEEL: &str = r#"
+import base64, hashlib, os, zipfile
+os.makedirs("/workspace/dist", exist_ok=True)
+files = {
+    "hello/__init__.py": "GREETING = 'hello-from-wheel'\ndef main():\n    print(GREETING)\n",
+    "hello-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: hello\nVersion: 0.1\n",
+    "hello-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: execguard-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    "hello-0.1.dist-info/entry_points.txt": "[console_scripts]\nhello = hello:main\n",
+}
+record = []
+with zipfile.ZipFile("/workspace/dist/hello-0.1-py3-none-any.whl", "w") as z:
+    for name, text in files.items():
+        data = text.encode()
+        z.writestr(name, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("hello-0.1.dist-info/RECORD,,")
+    z.writestr("hello-0.1.dist-info/RECORD", "\n".join(record) + "\n")
+"#;
+
+/// The ordinary work of a session (git, npm with scripts, a Python venv with pip, make with a
+/// C build, shell) in the strict profile: all of it runs, and the program it compiled does
+/// not. Also: the write set is noexec from inside, and doctor reports the session's profile.
+fn work_script(profile: &str) -> String {
+    format!(
+        r#"set -u
+r() {{ name=$1; shift; "$@" >/tmp/out 2>/tmp/err; rc=$?; echo "$name.rc=$rc"; [ $rc = 0 ] || {{ echo "$name.err=$(tr '\n' ' ' </tmp/err | cut -c1-400)"; }}; }}
+cd /workspace
+git config --global user.name t; git config --global user.email t@example.invalid
+git config --global init.defaultBranch main; git config --global protocol.file.allow always
+mkdir sub && (cd sub && git init -q && echo s > s && git add s && git commit -qm s)
+mkdir repo && cd repo && git init -q && echo a > a && git add a && git commit -qm a
+echo b >> a && r stash git stash -q && r stash.pop git stash pop -q && git commit -qam b
+r worktree git worktree add -q ../wt -b feature
+(cd ../wt && echo c > c && git add c && git commit -qm c)
+r submodule git submodule add -q ../sub sub
+git commit -qm sub
+r rebase git rebase -q feature
+echo "git.log=$(git log --oneline | wc -l)"
+echo "git.files=$(ls | tr '\n' ,)"
+cd /workspace
+mkdir pkg app
+echo '{{"name":"pkg","version":"1.0.0","scripts":{{"postinstall":"node post.js"}}}}' > pkg/package.json
+echo 'require("fs").writeFileSync("/workspace/postinstall-ran", "yes")' > pkg/post.js
+(cd pkg && r npm.pack npm pack --silent)
+cd app
+echo '{{"name":"app","version":"1.0.0","scripts":{{"build":"node build.js && echo script-ran"}}}}' > package.json
+echo 'console.log("built")' > build.js
+r npm.install npm install --offline --no-audit --no-fund ../pkg/pkg-1.0.0.tgz
+echo "npm.postinstall=$(cat /workspace/postinstall-ran 2>/dev/null)"
+echo "npm.run=$(npm run --silent build 2>&1 | tr '\n' ' ')"
+cd /workspace
+r venv python3 -m venv /workspace/venv
+python3 - <<'PY'
+{MAKE_WHEEL}
+PY
+r pip /workspace/venv/bin/pip install --no-index --no-cache-dir --disable-pip-version-check /workspace/dist/hello-0.1-py3-none-any.whl
+echo "py.import=$(/workspace/venv/bin/python -c 'import hello; print(hello.GREETING)' 2>&1)"
+echo "py.script=$(/workspace/venv/bin/hello 2>&1)"
+mkdir c && cd c
+printf 'int main(void) {{ return 7; }}\n' > hello.c
+printf 'hello: hello.c\n\tcc -O0 -o hello hello.c\n' > Makefile
+r make make
+./hello >/tmp/out 2>/tmp/err; echo "elf.rc=$?"; echo "elf.err=$(tr '\n' ' ' </tmp/err)"
+cd /workspace
+printf '#!/bin/sh\necho "$1" | tr a-z A-Z\n' > up.sh && chmod +x up.sh
+echo "sh.pipe=$(./up.sh shell | sed 's/S/s/')"
+echo "sh.find=$(find /workspace/c -name '*.c' -exec basename {{}} \; | xargs echo)"
+for m in /workspace /tmp /state /run /dev/shm; do
+  echo "opts$m=$(awk -v m=$m '$5 == m {{ print $6 }}' /proc/self/mountinfo | tail -n1)"
+done
+echo "doctor.profile=$(execguard doctor 2>/dev/null | awk '$1 == "profile:" {{ print $2; exit }}')"
+echo "state.profile=$(cat /run/execguard/state/profile)"
+echo "want={profile}"
+"#
+    )
+}
+
+fn work(profile: &str) -> (Workspace, String) {
+    let ws = Workspace::new(&format!("work-{profile}"));
+    let out = image_run(&ws)
+        .args([
+            "--profile",
+            profile,
+            "--arbitrary-command",
+            "--",
+            "bash",
+            "-c",
+        ])
+        .arg(work_script(profile))
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    (ws, text)
+}
+
+fn assert_ordinary_work_ran(out: &str) {
+    for step in [
+        "stash",
+        "stash.pop",
+        "worktree",
+        "submodule",
+        "rebase",
+        "npm.pack",
+        "npm.install",
+        "venv",
+        "pip",
+        "make",
+    ] {
+        assert_eq!(field(out, &format!("{step}.rc")), "0", "{step}\n{out}");
+    }
+    assert_eq!(field(out, "git.log"), "4", "{out}");
+    assert!(field(out, "git.files").contains("c,"), "{out}");
+    assert_eq!(field(out, "npm.postinstall"), "yes", "{out}");
+    assert!(field(out, "npm.run").contains("built script-ran"), "{out}");
+    assert_eq!(field(out, "py.import"), "hello-from-wheel", "{out}");
+    assert_eq!(field(out, "py.script"), "hello-from-wheel", "{out}");
+    assert_eq!(field(out, "sh.pipe"), "sHELL", "{out}");
+    assert_eq!(field(out, "sh.find"), "hello.c", "{out}");
+}
+
+#[test]
+fn ordinary_work_runs_under_strict_and_the_program_it_compiled_does_not() {
+    if !docker_ready() {
+        return;
+    }
+    let (_ws, out) = work("strict");
+    assert_ordinary_work_ran(&out);
+    assert_eq!(field(&out, "elf.rc"), "126", "{out}");
+    assert!(
+        field(&out, "elf.err").contains("execguard: denied mutable_native"),
+        "{out}"
+    );
+    // The whole write set is noexec,nosuid,nodev, as the kernel reports it inside the session.
+    for m in ["/workspace", "/tmp", "/state", "/run", "/dev/shm"] {
+        let opts = field(&out, &format!("opts{m}"));
+        for flag in ["noexec", "nosuid", "nodev"] {
+            assert!(opts.split(',').any(|o| o == flag), "{m}: {opts}\n{out}");
+        }
+    }
+    assert_eq!(field(&out, "doctor.profile"), "strict", "{out}");
+    assert_eq!(field(&out, "state.profile"), "strict", "{out}");
+}
+
+/// One profile per session, applied by every layer: development lets the session run the
+/// program it compiled in the workspace (and only there), and doctor says development.
+#[test]
+fn development_really_allows_a_workspace_built_program() {
+    if !docker_ready() {
+        return;
+    }
+    let (_ws, out) = work("development");
+    assert_ordinary_work_ran(&out);
+    assert_eq!(
+        field(&out, "elf.rc"),
+        "7",
+        "the program ran and returned 7\n{out}"
+    );
+    assert_eq!(field(&out, "doctor.profile"), "development", "{out}");
+    assert_eq!(field(&out, "state.profile"), "development", "{out}");
+    let ws_opts = field(&out, "opts/workspace");
+    assert!(!ws_opts.split(',').any(|o| o == "noexec"), "{out}");
+    assert!(ws_opts.split(',').any(|o| o == "nosuid"), "{out}");
+    for m in ["/tmp", "/state"] {
+        assert!(
+            field(&out, &format!("opts{m}"))
+                .split(',')
+                .any(|o| o == "noexec"),
+            "exec stays the workspace's alone: {m}\n{out}"
+        );
+    }
+}
+
+/// `docker build` of a Dockerfile given as text (no context), tagged `tag`.
+fn docker_build(tag: &str, dockerfile: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new("docker")
+        .args(["build", "--network=none", "-q", "-t", tag, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dockerfile.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A base the user brings, shaped like a devcontainer: its agent user (1000) owns /usr/local
+/// and /opt and has a toolchain there. `--base-image` builds on it; in the session the tools
+/// run, and nothing can be planted there (the root is read-only; W^X puts them on the execute
+/// side). Also the `FROM execguard` recipe: a layer's RUN steps run under the guard.
+#[test]
+fn a_users_own_base_and_a_layered_image_keep_every_control() {
+    if !docker_ready() {
+        return;
+    }
+    let base_of_ours = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/image/build.sh"))
+        .env("EXECGUARD_IMAGE_BASE_ONLY", "1")
+        .output()
+        .unwrap();
+    let base_of_ours = ok(&base_of_ours).trim().to_string();
+    let user_base = format!("{}-userbase", tag().replace(':', "-base:"));
+    let built = docker_build(
+        &user_base,
+        &format!(
+            r#"FROM {base_of_ours}
+RUN echo 'dev:x:1000:1000:dev:/home/dev:/bin/bash' >> /etc/passwd && echo 'dev:x:1000:' >> /etc/group \
+ && mkdir -p /home/dev /opt/tools/bin /usr/local/tools/bin && cp /bin/true /opt/tools/bin/devtool \
+ && cp /bin/true /usr/local/tools/bin/localtool \
+ && printf '#!/bin/sh\necho devscript\n' > /opt/tools/bin/devscript && chmod 755 /opt/tools/bin/* /usr/local/tools/bin/* \
+ && chown -R 1000:1000 /usr/local /opt /home/dev
+"#
+        ),
+    );
+    ok(&built);
+    let image_tag = format!("{}-userbase", tag());
+    let out = execguard()
+        .args([
+            "image",
+            "build",
+            "--tag",
+            &image_tag,
+            "--base-image",
+            &user_base,
+            "--source",
+        ])
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 30)
+    );
+    let ws = Workspace::new("userbase");
+    let run = |image: &str, script: &str| {
+        execguard()
+            .args([
+                "image",
+                "run",
+                "--image",
+                image,
+                "--user",
+                &user_arg(),
+                "--workspace",
+            ])
+            .arg(&ws.0)
+            .args(["--arbitrary-command", "--", "bash", "-c", script])
+            .output()
+            .unwrap()
+    };
+    let out = ok(&run(
+        &image_tag,
+        r#"try() { name=$1; shift; "$@" >/tmp/out 2>&1; echo "$name.rc=$?"; echo "$name.out=$(tr '\n' ' ' </tmp/out)"; }
+echo "owner=$(stat -c %u /opt /opt/tools/bin /usr/local/tools/bin | tr '\n' ,)"
+try devtool /opt/tools/bin/devtool
+try localtool /usr/local/tools/bin/localtool
+try plant.localtools cp /bin/true /usr/local/tools/bin/planted
+try devscript /opt/tools/bin/devscript
+try plant.opt cp /bin/true /opt/tools/bin/planted
+try plant.local cp /bin/true /usr/local/bin/planted
+cp /bin/true /workspace/t; try workspace /workspace/t
+try git git --version
+"#,
+    ));
+    // The base's shape survives (the build's COPY makes only the control plane's own
+    // directories, such as /usr/local/bin and /usr/local/lib, root's).
+    assert_eq!(field(&out, "owner"), "1000,1000,1000,", "{out}");
+    assert_eq!(field(&out, "localtool.rc"), "0", "{out}");
+    assert_eq!(field(&out, "devtool.rc"), "0", "{out}");
+    assert_eq!(field(&out, "devscript.out").trim(), "devscript", "{out}");
+    for plant in ["plant.opt", "plant.local", "plant.localtools"] {
+        assert_ne!(field(&out, &format!("{plant}.rc")), "0", "{plant}\n{out}");
+        assert!(
+            field(&out, &format!("{plant}.out")).contains("Read-only file system"),
+            "{out}"
+        );
+    }
+    assert_eq!(field(&out, "workspace.rc"), "126", "{out}");
+    assert_eq!(field(&out, "git.rc"), "0", "{out}");
+
+    // FROM execguard: the layer's RUN steps run under the guard (as root, strict).
+    let layered = format!("{}-layered", tag());
+    let refused = docker_build(
+        &format!("{layered}-refused"),
+        &format!(
+            "FROM {}\nUSER root\nRUN cp /bin/true /tmp/x && /tmp/x\n",
+            image()
+        ),
+    );
+    assert!(
+        !refused.status.success(),
+        "a RUN step ran a program from /tmp"
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("execguard: denied mutable_native"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    ok(&docker_build(
+        &layered,
+        &format!(
+            "FROM {}\nUSER root\nRUN printf '#!/bin/sh\\necho layered-tool\\n' > /usr/local/bin/layered-tool && chmod 755 /usr/local/bin/layered-tool\nUSER 1000:1000\n",
+            image()
+        ),
+    ));
+    let out = ok(&run(
+        &layered,
+        "layered-tool; cp /bin/true /workspace/t && /workspace/t; echo rc=$?",
+    ));
+    assert!(out.contains("layered-tool"), "{out}");
+    assert_eq!(field(&out, "rc"), "126", "{out}");
+    for t in [&user_base, &image_tag, &layered] {
+        let _ = Command::new("docker").args(["rmi", "-f", t]).output();
+    }
 }

@@ -231,6 +231,9 @@ fn ordinary_file_work_is_not_broken() {
             mkdir a b && echo x > a/f && mv a/f b/f && ln b/f a/hard && ln -s ../b/f a/sym && echo MV_LN_OK\n\
             tar cf t.tar a b && mkdir u && tar xf t.tar -C u && test -e u/a/hard && echo TAR_OK\n\
             git init -q r && cd r && echo a > f && git add f\n\
+            printf '#!/bin/sh\\necho HOOK_RAN\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit\n\
+            test -x .git/hooks/pre-commit && echo TEST_X_OK\n\
+            echo data > plain && ! test -x plain && echo NOT_X_OK\n\
             git -c user.email=a@b -c user.name=n commit -qm one\n\
             mkdir sub && git mv f sub/f && git -c user.email=a@b -c user.name=n commit -qm two\n\
             git init -q --bare ../bare.git && git push -q ../bare.git HEAD:main && echo GIT_OK\n\
@@ -239,10 +242,20 @@ fn ordinary_file_work_is_not_broken() {
             /usr/bin/python3 -m venv --without-pip v && ./v/bin/python -c \"print('VENV_OK')\"\n\
             printf 'all:\\n\\t@echo MAKE_OK\\n' > Makefile && make -s\n";
         let out = w.session(&[], script);
-        let stdout = text(&out.stdout);
+        // git gives a hook's output to stderr.
+        let stdout = text(&out.stdout) + &text(&out.stderr);
         let label = who.label();
         for must in [
-            "MV_LN_OK", "TAR_OK", "GIT_OK", "NODE_OK", "PY_OK", "VENV_OK", "MAKE_OK",
+            "MV_LN_OK",
+            "TAR_OK",
+            "TEST_X_OK",
+            "NOT_X_OK",
+            "HOOK_RAN",
+            "GIT_OK",
+            "NODE_OK",
+            "PY_OK",
+            "VENV_OK",
+            "MAKE_OK",
         ] {
             assert!(
                 stdout.contains(must),
@@ -380,4 +393,88 @@ fn a_root_that_does_not_exist_yet_gets_nothing() {
         "{stdout}\n{}",
         text(&out.stderr)
     );
+}
+
+/// Without a mount namespace (a kernel that refuses it; the test hook), the session still
+/// starts: it says once that mappings are refused only by the guard, reports it reduced, keeps
+/// the exec dirs read-only by granting the write rights around them, and still refuses to
+/// execute what it writes.
+#[test]
+fn without_a_namespace_the_partition_holds_and_says_so() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "no-namespace");
+        std::fs::create_dir_all(w.home.join("notes")).unwrap();
+        who.own(&w.home);
+        let script = format!(
+            "mytool a; echo x >> {tool} 2>/dev/null && echo APPENDED; \
+             echo a > ~/notes/n && echo NOTES_OK; \
+             cp /bin/true ~/notes/t && {wx} exec ~/notes/t; \
+             echo a > ~/new-in-home 2>/dev/null || echo HOME_ENTRY_REFUSED",
+            tool = s(&w.local_bin.join("mytool")),
+            wx = s(&wx)
+        );
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "-v", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "sh", "-c", &script])
+            .env("HOME", &w.home)
+            .env("PATH", format!("{}:/usr/bin:/bin", s(&w.local_bin)))
+            .env("EXECGUARD_TEST_NO_MOUNT_NAMESPACE", "1")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        let stderr = text(&out.stderr);
+        let label = who.label();
+        assert!(
+            stdout.starts_with("ARGV 2\n"),
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(!stdout.contains("APPENDED"), "[{label}] {stdout}");
+        assert!(stdout.contains("NOTES_OK"), "[{label}] {stdout}\n{stderr}");
+        assert!(stdout.contains("FAILED execve 13"), "[{label}] {stdout}");
+        assert!(stdout.contains("HOME_ENTRY_REFUSED"), "[{label}] {stdout}");
+        assert_eq!(
+            stderr
+                .matches("mappings of written files are refused only by the guard")
+                .count(),
+            1,
+            "[{label}] {stderr}"
+        );
+        assert!(
+            stderr.contains("assurance: reduced:mappings_guard_only")
+                && stderr.contains("exec dirs read-only by landlock_split"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
+/// A session inside a session (an agent that runs `execguard run` itself) keeps the outer
+/// noexec mounts (it may not make a namespace of its own) and stays strict.
+#[test]
+fn a_nested_session_keeps_the_outer_mounts() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "nested");
+        let script = format!(
+            "cp {payload} ./x && {cli} run -v --workspace . -- {wx} loader ./x",
+            payload = s(&tools().argv),
+            cli = s(&tools().cli),
+            wx = s(&wx)
+        );
+        let out = w.session(&[], &script);
+        let all = text(&out.stdout) + &text(&out.stderr);
+        let label = who.label();
+        assert!(
+            all.contains("execguard: assurance: strict\n"),
+            "[{label}] {all}"
+        );
+        assert!(!all.contains("notice"), "[{label}] {all}");
+        assert!(all.contains("failed to map segment"), "[{label}] {all}");
+        assert!(!all.contains("ARGV"), "[{label}] {all}");
+    }
 }

@@ -62,6 +62,9 @@ pub fn never_passes(name: &str) -> bool {
 }
 
 /// Values the chain pins for every provider.
+/// Copilot's unpacked package in the image (root-owned, read-only to the session).
+pub const COPILOT_PKG: &str = "/usr/local/libexec/execguard/providers/copilot";
+
 pub fn forced(agent: Agent) -> Vec<(&'static str, String)> {
     let mut out = vec![
         ("HOME", AGENT_HOME.to_owned()),
@@ -75,7 +78,11 @@ pub fn forced(agent: Agent) -> Vec<(&'static str, String)> {
             out.push(("CLAUDE_CONFIG_DIR", format!("{AGENT_HOME}/.claude")));
         }
         Agent::Codex => out.push(("CODEX_HOME", format!("{AGENT_HOME}/.codex"))),
-        Agent::Gemini | Agent::Copilot => {}
+        // Copilot's binary unpacks its JS package and a native addon into the cache, then loads
+        // them: native code from a file the session can write, which the guard refuses. The
+        // image ships the package unpacked and root-owned, and points Copilot at it.
+        Agent::Copilot => out.push(("COPILOT_PKG_CACHE_HOME", COPILOT_PKG.to_owned())),
+        Agent::Gemini => {}
     }
     out
 }

@@ -383,6 +383,26 @@ fn prepare(
         reductions.push(Reduction::ExecMappings);
     }
 
+    // The workspace's own provider configuration: not loaded in strict unless acknowledged
+    // (masked below, after the runtime state exists).
+    if strict && session.repo_config_acknowledged {
+        reductions.push(Reduction::RepoConfig);
+    }
+    let mask_repo_config = strict && !session.repo_config_acknowledged;
+    if mask_repo_config && start == Start::Unprivileged {
+        let present = crate::repo_config::present(&paths.workspace);
+        if !present.is_empty() {
+            return Err(Refusal::new(
+                "repo_config_unmaskable",
+                format!(
+                    "an unprivileged start cannot mask {}; remove it from the workspace or set {}=<today, UTC> to let the provider load it",
+                    present.join(", "),
+                    crate::env::VAR_REPO_CONFIG_ACK
+                ),
+            ));
+        }
+    }
+
     let state = RuntimeState {
         agent: session.agent,
         profile: session.profile,
@@ -410,6 +430,20 @@ fn prepare(
     } else {
         None
     };
+    if mask_repo_config && start == Start::Root {
+        let masked = crate::repo_config::mask(&paths.workspace, &paths.run_dir.join("repo-config-masks"))
+            .map_err(|e| Refusal::new(
+                "repo_config_unmaskable",
+                format!("{e}; remove it from the workspace or set {}=<today, UTC> to let the provider load it", crate::env::VAR_REPO_CONFIG_ACK),
+            ))?;
+        if !masked.is_empty() {
+            eprintln!(
+                "{NAME}: not loading the workspace's provider configuration: {} (strict; {}=<today> loads it)",
+                masked.join(", "),
+                crate::env::VAR_REPO_CONFIG_ACK
+            );
+        }
+    }
     let report = home::seed_home(paths, session.agent, owner)
         .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     for skipped in &report.skipped {

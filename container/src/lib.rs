@@ -30,6 +30,7 @@ pub mod privs;
 pub mod provider;
 pub mod provider_main;
 pub mod reaper;
+pub mod repo_config;
 pub mod session;
 pub mod state;
 pub mod sys;

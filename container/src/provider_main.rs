@@ -117,6 +117,23 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
             return EXIT_REFUSED;
         }
     };
+    // Strict without the operator's acknowledgement: the provider's own flags keep the
+    // workspace's provider configuration out (the entrypoint masked what existed at start).
+    let argv = if state.profile == execguard_policy::Profile::Strict
+        && !state
+            .assurance
+            .reductions()
+            .contains(&crate::state::Reduction::RepoConfig)
+    {
+        let mut v: Vec<OsString> = crate::repo_config::isolation_args(state.agent)
+            .iter()
+            .map(OsString::from)
+            .collect();
+        v.extend(argv);
+        v
+    } else {
+        argv
+    };
     let child_env = allowlist::provider_env(env, state.agent, &allowlist::read_env_policy(paths));
     let program = paths.real_provider(state.agent);
     let err = Command::new(&program)

@@ -65,7 +65,7 @@ impl Autonomy {
 pub enum Mutability {
     /// Started as root with SETUID/SETGID/SETPCAP; the entrypoint prepares state, then drops.
     Ephemeral,
-    /// A read-only root file system. Started as root (the launcher: SETUID/SETGID/SETPCAP and
+    /// A read-only root file system. Started as root (the launcher: SETUID/SETGID/SETPCAP, CHOWN/FOWNER/DAC_OVERRIDE for the home, and
     /// SYS_ADMIN until the session starts, to record the runtime state and make the write set
     /// `noexec`) or as the mapped user (Kubernetes `runAsNonRoot`: strict only).
     Readonly,

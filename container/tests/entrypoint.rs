@@ -516,8 +516,10 @@ fn the_provider_chain_prepends_managed_arguments_and_pins_the_environment() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("ARGS:--permission-mode bypassPermissions -p hello world"),
-        "{stdout}"
+        stdout.contains(
+            "ARGS:--setting-sources user --strict-mcp-config --permission-mode bypassPermissions -p hello world"
+        ),
+        "strict: the workspace's settings and MCP servers stay out: {stdout}"
     );
     assert!(
         stdout.contains(
@@ -549,6 +551,86 @@ fn the_provider_chain_prepends_managed_arguments_and_pins_the_environment() {
             "{args:?}: {stderr}"
         );
     }
+}
+
+/// A strict session does not load the workspace's provider configuration: what exists is
+/// masked (and cannot be removed), Claude Code gets its isolating flags, instruction files stay;
+/// a dated acknowledgement lets it all load, recorded as reduced assurance.
+#[test]
+fn workspace_provider_configuration_is_masked_in_strict_unless_acknowledged() {
+    let root = Rootfs::new("repo-config");
+    let hook =
+        r#"{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}"#;
+    write_mode(
+        &root.dir.join("workspace/.claude/settings.json"),
+        hook,
+        0o644,
+    );
+    write_mode(
+        &root.dir.join("workspace/.mcp.json"),
+        r#"{"mcpServers":{"x":{"command":"sh"}}}"#,
+        0o644,
+    );
+    write_mode(
+        &root
+            .dir
+            .join("workspace/.gemini/extensions/x/gemini-extension.json"),
+        "{}",
+        0o644,
+    );
+    let script = "echo SETTINGS:$(cat /workspace/.claude/settings.json); echo MCP:$(cat /workspace/.mcp.json); \
+        echo EXT:$(ls -A /workspace/.gemini/extensions | wc -l); echo AGENTS:$(cat /workspace/AGENTS.md); \
+        rm -f /workspace/.mcp.json 2>/dev/null; echo RM:$?; cat /run/execguard/state/assurance";
+    let out = root.run(
+        &root.env("claude"),
+        &["--arbitrary-command", "--", "/bin/sh", "-c", script],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("SETTINGS:{}\n"), "{stdout}");
+    assert!(stdout.contains("MCP:{}\n"), "{stdout}");
+    assert!(stdout.contains("EXT:0\n"), "{stdout}");
+    assert!(stdout.contains("AGENTS:workspace agents\n"), "{stdout}");
+    assert!(
+        !stdout.contains("RM:0"),
+        "a mask cannot be removed: {stdout}"
+    );
+    assert!(
+        stderr.contains("not loading the workspace's provider configuration: .claude/settings.json, .mcp.json, .gemini/extensions"),
+        "{stderr}"
+    );
+    // The files themselves are untouched.
+    assert_eq!(
+        std::fs::read_to_string(root.dir.join("workspace/.mcp.json")).unwrap(),
+        r#"{"mcpServers":{"x":{"command":"sh"}}}"#
+    );
+
+    // Acknowledged today: loaded, and recorded.
+    let today = String::from_utf8(
+        Command::new("date")
+            .args(["-u", "+%F"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let mut env = root.env("claude");
+    env.push(("EXECGUARD_REPO_CONFIG_ACK".into(), today.trim().into()));
+    let out = root.run(
+        &env,
+        &["--arbitrary-command", "--", "/bin/sh", "-c", script],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("PreToolUse"), "{stdout}");
+    assert!(stdout.contains("repo-config"), "recorded: {stdout}");
+    let out = root.run(&env, &["-p", "hello world"]);
+    assert!(
+        text(&out.stdout).contains("ARGS:--permission-mode bypassPermissions -p hello world"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }
 
 #[test]

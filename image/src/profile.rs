@@ -80,7 +80,15 @@ pub const PROFILE: RunProfile = RunProfile {
     pids_limit: 512,
     memory_mib: 4096,
     mutability: "readonly",
-    start_caps: &["SETUID", "SETGID", "SETPCAP", "SYS_ADMIN"],
+    start_caps: &[
+        "SETUID",
+        "SETGID",
+        "SETPCAP",
+        "CHOWN",
+        "FOWNER",
+        "DAC_OVERRIDE",
+        "SYS_ADMIN",
+    ],
     workdir: "/workspace",
 };
 

@@ -273,8 +273,11 @@ fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
                 obj["errno"] = e.into();
             }
         }
+        obj["partition"] = partition_json(&policy);
         println!("{obj}");
-    } else if kernel_error {
+        return Ok(ExitCode::from(if allowed { 0 } else { 1 }));
+    }
+    if kernel_error {
         println!(
             "error: {target}: {}",
             std::io::Error::from_raw_os_error(errno.unwrap_or(0))
@@ -284,5 +287,42 @@ fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
     } else {
         println!("deny {}: {path}\n  {}", reason.code(), reason.describe());
     }
+    let p = session::partition(&policy);
+    let list = |v: &[PathBuf]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "partition ({}): write set {}; exec dirs {}{}; everything else executable, not writable",
+        if policy.seal() {
+            "sealed"
+        } else {
+            "not sealed"
+        },
+        list(&p.write_set),
+        if p.exec_dirs.is_empty() {
+            "none".into()
+        } else {
+            list(&p.exec_dirs)
+        },
+        if p.both.is_empty() {
+            String::new()
+        } else {
+            format!("; both rights {}", list(&p.both))
+        }
+    );
     Ok(ExitCode::from(if allowed { 0 } else { 1 }))
+}
+
+/// The partition the policy describes (docs/write-set.md), both sides.
+fn partition_json(policy: &execguard_policy::Policy) -> serde_json::Value {
+    let p = session::partition(policy);
+    serde_json::json!({
+        "sealed": policy.seal(),
+        "write_set": p.write_set,
+        "exec_dirs": p.exec_dirs,
+        "both": p.both,
+    })
 }

@@ -69,7 +69,9 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
     if seccomp_filters == 0 {
         reductions.push("no_seccomp".into());
     }
-    if report.iter().any(|m| !m.noexec) {
+    // A reduced profile's workspace keeps exec on purpose (its profile is the reduction).
+    let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
+    if report.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push("write_set_not_all_noexec".into());
     }
     Observed {
@@ -329,7 +331,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("  {}", p.display());
     }
     if !statics.is_empty() && !matches!(probe, Some((_, true))) {
-        println!("warning: this process is not sealed: these programs (and any Go program) can start native code from mutable roots; use `execguard run --seal` or the image's strict profile");
+        println!("warning: this process is not sealed: these programs (and any Go program) can start native code from the write set; run them in an `execguard run` session (sealed by default) or the image's strict profile");
     }
     Ok(ExitCode::SUCCESS)
 }

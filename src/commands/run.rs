@@ -117,7 +117,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
     if let Some(log) = policy.audit_log() {
-        start::check_audit_log(log)?;
+        start::check_audit_log(&policy, log)?;
         if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
             start::announce_default_log(log);
         }
@@ -198,8 +198,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }));
         }
     }
+    // Rule 3 (wrappers/README.md): a strict host session's repository control files are
+    // recorded now and what the session plants is quarantined when it ends.
+    let host = args.policy.is_some() || loaded.source == Source::Environment;
+    if host && policy.profile() == Profile::Strict {
+        let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
+        let log = policy
+            .audit_log()
+            .map(|l| std::path::Path::new(std::ffi::OsStr::from_bytes(l)));
+        toolchain::supervise_repository(workspace, log, policy.profile())?;
+    }
     // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
-    if policy.seal() && (args.policy.is_some() || loaded.source == Source::Environment) {
+    if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
         let report = session::seal(&policy).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -208,6 +218,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 eprintln!("execguard: {line}");
             }
         }
+        session::record_assurance(&policy, true, &report.assurance.to_string(), &args.command)?;
+    } else if host {
+        let why = if policy.profile() == Profile::Breakglass {
+            "reduced:breakglass"
+        } else {
+            "reduced:unsealed"
+        };
+        if args.verbose {
+            eprintln!("execguard: assurance: {why}");
+        }
+        session::record_assurance(&policy, false, why, &args.command)?;
     }
     // A mutable script starts through its interpreter with the argv the kernel would have
     // built (under the seal the kernel refuses the script itself; unsealed, a swap after the

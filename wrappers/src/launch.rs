@@ -48,7 +48,9 @@ impl Invocation {
 
     /// One stderr line, one audit record, exit status 2.
     fn refuse(&self, r: &Refusal, policy: Option<&WrapperPolicy>) -> i32 {
-        let _ = writeln!(std::io::stderr(), "execguard-{}: {r}", self.tool);
+        // One write, so that concurrent writers never split the line.
+        let line = format!("execguard-{}: {r}\n", self.tool);
+        let _ = std::io::stderr().write_all(line.as_bytes());
         if let Some(p) = policy {
             let Some(log) = p.audit_log.as_deref() else {
                 return EXIT_REFUSED;
@@ -127,19 +129,43 @@ pub fn dashed_subcommand(argv0: &std::ffi::OsStr) -> Option<OsString> {
     (!sub.is_empty()).then(|| OsString::from(sub))
 }
 
-/// Is the parent process a real git of the policy (git starting git, e.g. the sequencer's
-/// `commit -n`)? The guard lets only the wrapper start a real git, so a real git parent ran
-/// through the wrapper's checks itself. Fails closed: an unreadable parent is not git.
-fn parent_is_real_git(policy: &WrapperPolicy) -> bool {
+/// Is this git the sequencer's own commit: the parent process is a real git of the policy
+/// (the guard lets only the wrapper start one, so it went through these checks itself) running
+/// `rebase`, `cherry-pick` or `revert`, which commit with `commit -n` (git never ran the
+/// pre-commit hook for them)? Fails closed: an unreadable parent is not git.
+fn parent_is_sequencer(policy: &WrapperPolicy) -> bool {
     // SAFETY: getppid has no preconditions and cannot fail.
     let ppid = unsafe { libc::getppid() };
     let Ok(exe) = std::fs::metadata(format!("/proc/{ppid}/exe")) else {
         return false;
     };
-    policy.runtimes.iter().filter(|r| r.name == "git").any(|r| {
+    let real_git = policy.runtimes.iter().filter(|r| r.name == "git").any(|r| {
         std::fs::metadata(&r.path)
             .is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == (exe.dev(), exe.ino()))
-    })
+    });
+    if !real_git {
+        return false;
+    }
+    let Ok(cmdline) = std::fs::read(format!("/proc/{ppid}/cmdline")) else {
+        return false;
+    };
+    let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).skip(1).collect();
+    let mut i = 0;
+    while i < words.len() && words[i].starts_with(b"-") {
+        // The global options that take the next word (git.c).
+        let takes = [
+            &b"-c"[..],
+            b"-C",
+            b"--git-dir",
+            b"--work-tree",
+            b"--namespace",
+            b"--config-env",
+        ];
+        i += if takes.contains(&words[i]) { 2 } else { 1 };
+    }
+    words
+        .get(i)
+        .is_some_and(|w| [&b"rebase"[..], b"cherry-pick", b"revert"].contains(w))
 }
 
 /// `execguard-git` (installed as `git`).
@@ -159,7 +185,7 @@ pub fn main_git() -> i32 {
     let ctx = GitContext {
         reader: &reader,
         shim: policy.git_shim_rule(self_exe),
-        internal_child: parent_is_real_git(&policy),
+        internal_child: parent_is_sequencer(&policy),
     };
     match check_git_with(&inv.args, &inv.env_pairs, &inv.cwd, &ctx) {
         Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git, &plan.config_env_vars),

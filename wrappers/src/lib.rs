@@ -14,12 +14,13 @@ pub mod launch;
 pub mod node;
 pub mod refusal;
 pub mod runtime;
+pub mod takeover;
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 pub use git::files::FileConfig;
-pub use git::shim::build_git_exec_path_shim;
+pub use git::shim::{build_git_exec_path_shim, git_exec_path_shim_is_current};
 pub use git::{
     check_git_with, ConfigReader, GitContext, GitPlan, RepoSelection, ShimRule, StaticConfig,
 };

@@ -337,6 +337,28 @@ fn corpus() -> Vec<Case> {
             &["difftool", "-yx", "touch pwned"],
             Refused("command_option"),
         ),
+        case(&["merge", "-s", "evil", "main"], Refused("command_option")),
+        case(&["merge", "-sevil", "main"], Refused("command_option")),
+        case(
+            &["merge", "--strategy=evil", "main"],
+            Refused("command_option"),
+        ),
+        case(&["pull", "--strategy", "evil"], Refused("command_option")),
+        case(&["rebase", "-s", "evil", "HEAD"], Refused("command_option")),
+        case(
+            &["cherry-pick", "--strategy", "evil", "HEAD"],
+            Refused("command_option"),
+        ),
+        case(
+            &["revert", "--strategy=evil", "HEAD"],
+            Refused("command_option"),
+        ),
+        case(
+            &["-c", "pull.twohead=evil", "status"],
+            Refused("config_key"),
+        ),
+        case(&["merge", "-s", "ort", "main"], Allowed),
+        case(&["merge", "--strategy=recursive", "main"], Allowed),
         case(
             &["filter-branch", "--tree-filter", "touch pwned"],
             Refused("command_subcommand"),
@@ -353,6 +375,8 @@ fn corpus() -> Vec<Case> {
         case(&["help", "-w", "log"], Refused("command_option")),
         case(&["help", "--web", "log"], Refused("command_option")),
         case(&["init", "--template=/tmp", "y"], Refused("command_option")),
+        case(&["init", "-q", "--template=", "empty-template"], Allowed),
+        case_env(&["status"], &[("GIT_TEMPLATE_DIR", "")], Allowed),
         case(
             &["daemon", "--access-hook=touch"],
             Refused("command_option"),

@@ -409,6 +409,85 @@ pub fn kernel_call(nr: c_long) -> KernelCall {
     }
 }
 
+/// `faccessat2(dirfd, path, mode, flags)` as glibc's `faccessat` answers it: `Ok(())` or the
+/// errno. Kernels before 5.8 lack faccessat2; without flags, plain faccessat is the same call.
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string.
+pub unsafe fn faccessat(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_int,
+    flags: c_int,
+) -> Result<(), c_int> {
+    let a = [
+        dirfd as c_long,
+        path as c_long,
+        mode as c_long,
+        flags as c_long,
+        0,
+        0,
+    ];
+    // SAFETY: `path` is NUL-terminated per the contract.
+    match unsafe { call(libc::SYS_faccessat2, a) } {
+        Err(libc::ENOSYS) if flags == 0 => {
+            // SAFETY: as above.
+            unsafe { call(libc::SYS_faccessat, [a[0], a[1], a[2], 0, 0, 0]) }.map(|_| ())
+        }
+        r => r.map(|_| ()),
+    }
+}
+
+/// `stat(path)` (following symlinks).
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string.
+pub unsafe fn stat(path: *const c_char) -> Result<libc::stat, c_int> {
+    // SAFETY: all-zero is a valid `stat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    let a = [
+        libc::AT_FDCWD as c_long,
+        path as c_long,
+        &mut st as *mut libc::stat as c_long,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: `path` is NUL-terminated and `st` writable; the kernel's `struct stat` is libc's
+    // on the architectures this crate builds for.
+    unsafe { call(libc::SYS_newfstatat, a) }.map(|_| st)
+}
+
+/// Is `gid` the effective (or, for `access()`, the real) group or one of the supplementary
+/// groups, as the kernel's `in_group_p` asks? At most 256 supplementary groups are looked at.
+pub fn in_group(gid: libc::gid_t, effective: bool) -> bool {
+    let own = if effective {
+        libc::SYS_getegid
+    } else {
+        libc::SYS_getgid
+    };
+    // SAFETY: getegid/getgid take no arguments and cannot fail.
+    if unsafe { syscall6(own, [0; 6]) } as libc::gid_t == gid {
+        return true;
+    }
+    let mut groups = [0 as libc::gid_t; 256];
+    // SAFETY: the kernel writes at most `groups.len()` entries.
+    let n = unsafe {
+        syscall6(
+            libc::SYS_getgroups,
+            [
+                groups.len() as c_long,
+                groups.as_mut_ptr() as c_long,
+                0,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    n > 0 && groups[..n as usize].contains(&gid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

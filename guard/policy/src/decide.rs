@@ -607,6 +607,9 @@ where
                 Ok(Reason::Allowed)
             };
         };
+        if interpreter.is_empty() {
+            return Err(Verdict::Kernel(EACCES)); // `#!` alone: the kernel's own answer
+        }
         if depth + 1 == MAX_CHAIN {
             return Err(deny_errno(Reason::ShebangTooDeep, ELOOP, kpath));
         }

@@ -515,3 +515,69 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
         }
     })
 }
+
+/// Would an exec of `path` start although the kernel will not execute the file itself? True
+/// for a mutable script the guard starts through its interpreter (the seal or a `noexec`
+/// mount refuses the script, not its interpreter), when its mode lets the caller execute it.
+/// `access(X_OK)` then answers as the exec will: git runs hooks and shells find scripts only
+/// when that check passes. Decided by the engine's own launch plan; nothing is reported.
+pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
+    let Ok(c) = execguard_os::CPath::new(path) else {
+        return false;
+    };
+    // SAFETY: `c` is NUL-terminated.
+    match unsafe { raw::stat(c.ptr()) } {
+        Ok(st) if mode_lets_caller_execute(&st, effective_ids) => {}
+        _ => return false,
+    }
+    state::with(|loaded| {
+        let Ok(policy) = loaded.policy() else {
+            return false;
+        };
+        if !policy.seal() {
+            return false;
+        }
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &loaded.runtimes,
+            self_lib: loaded.self_lib(),
+        };
+        let argv: [&[u8]; 1] = [path];
+        let no_env: [&[u8]; 0] = [];
+        let req = Request {
+            target: Target::Path(path),
+            argv: &argv[..],
+            envp: &no_env[..],
+        };
+        let mut exec_as = PathBuf::new();
+        matches!(
+            decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as),
+            (Verdict::Allow(_), Some(_))
+        )
+    })
+}
+
+/// The kernel's permission check for executing a regular file, from its mode (the part of
+/// `generic_permission` a `noexec` mount or Landlock stops the kernel from answering): root
+/// needs one execute bit, others the bit of their class. `access()` asks for the real ids,
+/// `AT_EACCESS` for the effective ones.
+fn mode_lets_caller_execute(st: &libc::stat, effective_ids: bool) -> bool {
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return false;
+    }
+    let uid = if effective_ids {
+        raw::geteuid()
+    } else {
+        raw::getuid()
+    };
+    if uid == 0 {
+        return st.st_mode & 0o111 != 0;
+    }
+    if uid == st.st_uid {
+        return st.st_mode & 0o100 != 0;
+    }
+    if raw::in_group(st.st_gid, effective_ids) {
+        return st.st_mode & 0o010 != 0;
+    }
+    st.st_mode & 0o001 != 0
+}

@@ -832,3 +832,68 @@ pub unsafe extern "C" fn fork() -> pid_t {
     // SAFETY: forwarded as the caller made it.
     unsafe { real() }
 }
+
+/// The `access` family, asked whether a file may be executed: a mutable script that the guard
+/// starts through its interpreter is executable, although the seal or a `noexec` mount makes
+/// the kernel say no (git skips a hook, and bash a command on `PATH`, that `access(X_OK)`
+/// calls non-executable). Every other answer is the kernel's.
+///
+/// # Safety
+/// `path` is a valid NUL-terminated string (the callers' contract).
+unsafe fn access_as_exec_will(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_int,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    match unsafe { raw::faccessat(dirfd, path, mode, flags) } {
+        Ok(()) => 0,
+        Err(libc::EACCES) if mode & libc::X_OK != 0 => {
+            // SAFETY: forwarded contract.
+            let name = unsafe { c_bytes(path) };
+            let decidable = dirfd == libc::AT_FDCWD || name.starts_with(b"/");
+            // Only the execute part was refused? Then the interpreter launch decides it.
+            // SAFETY: forwarded contract.
+            let rest_ok = unsafe { raw::faccessat(dirfd, path, mode & !libc::X_OK, flags) }.is_ok();
+            if decidable
+                && rest_ok
+                && crate::guard::starts_through_interpreter(name, flags & libc::AT_EACCESS != 0)
+            {
+                0
+            } else {
+                fail_errno(libc::EACCES)
+            }
+        }
+        Err(e) => fail_errno(e),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: access's contract.
+    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn faccessat(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_int,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: faccessat's contract.
+    unsafe { access_as_exec_will(dirfd, path, mode, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: eaccess's contract.
+    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: euidaccess's contract.
+    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
+}

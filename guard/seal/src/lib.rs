@@ -195,6 +195,10 @@ pub struct Partition {
     /// Directories inside the write set granted both rights: the workspace of the
     /// `development` and `build` profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
+    /// Existing files outside the write set that the session appends to (the audit log the
+    /// guard writes): granted the file write rights alone, so they can be neither executed
+    /// nor replaced.
+    pub append_files: Vec<PathBuf>,
 }
 
 impl Partition {
@@ -225,6 +229,17 @@ impl Partition {
             let d = d.canonicalize().unwrap_or(d);
             if !self.both.contains(&d) {
                 self.both.push(d);
+            }
+        }
+        self
+    }
+
+    /// Files to append to; those in the write set need no rule of their own.
+    pub fn with_append_files(mut self, files: impl IntoIterator<Item = PathBuf>) -> Self {
+        for f in files {
+            let f = f.canonicalize().unwrap_or(f);
+            if !self.in_write_set(&f) && !self.append_files.contains(&f) {
+                self.append_files.push(f);
             }
         }
         self
@@ -264,8 +279,15 @@ pub enum MountsMode {
 pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
     let abi = partition_abi()?;
     let mut reductions = Vec::new();
+    // Inside a session that made them already (a nested `execguard run`), the write set is
+    // noexec and no new namespace may be made (the outer filter refuses it): keep those.
+    let inherited = {
+        let m = mounts::report(partition);
+        !m.is_empty() && m.iter().all(|m| m.noexec)
+    };
     let namespace = match options.mounts {
         MountsMode::Off => None,
+        _ if inherited => None,
         mode => match mounts::isolate(partition) {
             Ok(ns) => Some(ns),
             Err(e) if mode == MountsMode::Required => return Err(e),
@@ -351,9 +373,9 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             .filter(|e| e.starts_with(root))
             .cloned()
             .collect();
-        if root == Path::new("/dev") {
+        if root == Path::new("/dev") || root.is_file() {
             // Device files are written, never made or removed by a session (/dev/shm, its own
-            // root, keeps every right).
+            // root, keeps every right); a file root (the audit log) takes only file rights.
             out.push(Grant {
                 path: root.clone(),
                 access: write & file_rights,
@@ -387,6 +409,13 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             path: dir.clone(),
             access: write | AccessFs::Execute,
             side: "both",
+        });
+    }
+    for file in &partition.append_files {
+        out.push(Grant {
+            path: file.clone(),
+            access: write & file_rights,
+            side: "append",
         });
     }
     out

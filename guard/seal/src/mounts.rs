@@ -16,6 +16,11 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Test hook: behave as a kernel that refuses the namespace (test builds only, like
+/// [`crate::FORCE_ABI_ENV`]).
+#[cfg(any(test, feature = "test-hooks"))]
+pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
+
 /// The namespace the session runs in.
 #[derive(Clone, Debug, Serialize)]
 pub struct Namespace {
@@ -180,6 +185,12 @@ fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
 /// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
 /// entered again afterwards, so it is seen through the new mounts.
 pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
+    #[cfg(any(test, feature = "test-hooks"))]
+    if std::env::var_os(NO_NAMESPACE_ENV).is_some() {
+        return Err(SealError::Noexec {
+            detail: format!("{NO_NAMESPACE_ENV} is set (test hook)"),
+        });
+    }
     // SAFETY: geteuid/getegid have no preconditions.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let cwd = std::env::current_dir().ok();
@@ -203,7 +214,12 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
 
     let exists = |p: &&PathBuf| p.is_dir();
-    let mut roots: Vec<&PathBuf> = partition.write_set.iter().filter(exists).collect();
+    // A file root (the audit log) is bind-mounted as a file.
+    let mut roots: Vec<&PathBuf> = partition
+        .write_set
+        .iter()
+        .filter(|p| p.is_dir() || p.is_file())
+        .collect();
     roots.sort_by_key(|p| p.as_os_str().len());
     let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(exists).collect();
     // The exec dirs keep the flags of the mount they are on now (locked ones included).

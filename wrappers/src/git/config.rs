@@ -171,7 +171,7 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
         ("submodule", Some(_), "update") if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
             refuse("update=!command runs a command")
         }
-        ("init", None, "templatedir") => Err(Refusal::new(
+        ("init", None, "templatedir") if value.is_some_and(|v| !v.trim().is_empty()) => Err(Refusal::new(
             Reason::ConfigKey,
             format!("{source}: {key} (copies hooks into new repositories)"),
         )
@@ -182,6 +182,14 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
         )
         .with_hint("put the hook in .git/hooks instead")),
         ("tar", Some(_), "command") => refuse("runs an archive filter"),
+        ("pull", None, "twohead" | "octopus")
+            if value.is_some_and(|v| {
+                v.split_ascii_whitespace()
+                    .any(|s| !super::options::OWN_MERGE_STRATEGIES.contains(&s))
+            }) =>
+        {
+            refuse("a merge strategy that is not git's own runs git-merge-<name> from PATH")
+        }
         ("alias", _, _) if value.is_some_and(|v| v.trim_start().starts_with('!')) => {
             Err(Refusal::new(Reason::AliasShell, format!("{source}: {key} (shell alias)")))
         }
@@ -196,7 +204,8 @@ pub const OWN_REMOTE_HELPERS: &[&str] = &["http", "https", "ftp", "ftps", "fd"];
 /// Credential helpers git ships itself (`git-credential-<name>`).
 const OWN_CREDENTIAL_HELPERS: &[&str] = &["store", "cache"];
 
-fn is_git_bool(value: Option<&str>) -> bool {
+/// A git boolean in any spelling (or the implicit `true` of a bare key).
+pub fn is_git_bool(value: Option<&str>) -> bool {
     match value {
         None => true,
         Some(v) => {
@@ -316,18 +325,75 @@ pub fn sq_dequote_step(s: &[u8]) -> Result<(Vec<u8>, Option<&[u8]>), ConfigSynta
     }
 }
 
-/// git's `git_config_parse_parameter` for the old `'key=value'` form: split at the first
-/// `=`; no `=` means the implicit boolean; an empty key is an error.
-fn parse_old_style(text: &[u8]) -> Result<ConfigEntry, ConfigSyntaxError> {
-    let s = String::from_utf8_lossy(text);
-    let (key, value) = match s.find('=') {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (&s[..], None),
+/// git's `git_config_parse_key`: a last dot that is neither first nor last; the section
+/// (before the first dot) and the variable (after the last) of `[A-Za-z0-9-]`, the variable
+/// starting with a letter; the subsection anything but a newline. (An empty section, `.a.b`,
+/// is accepted, as git does.)
+fn is_git_config_key(key: &[u8]) -> bool {
+    let Some(last_dot) = key.iter().rposition(|&c| c == b'.') else {
+        return false;
     };
-    if key.is_empty() {
-        return Err(ConfigSyntaxError(format!("bogus config parameter: {s}")));
+    if last_dot == 0 || last_dot + 1 == key.len() {
+        return false;
     }
-    Ok(ConfigEntry::new(key, value))
+    let first_dot = key.iter().position(|&c| c == b'.').unwrap_or(last_dot);
+    key.iter().enumerate().all(|(i, &c)| {
+        if i < first_dot || i > last_dot {
+            (c.is_ascii_alphanumeric() || c == b'-')
+                && (i != last_dot + 1 || c.is_ascii_alphabetic())
+        } else {
+            c != b'\n'
+        }
+    })
+}
+
+/// git's `config_parse_pair`: the key must not be empty and must be a valid key.
+fn config_pair(key: &[u8], value: Option<&[u8]>) -> Result<ConfigEntry, ConfigSyntaxError> {
+    if key.is_empty() {
+        return Err(ConfigSyntaxError("empty config key".into()));
+    }
+    if !is_git_config_key(key) {
+        return Err(ConfigSyntaxError(format!(
+            "invalid config key: {}",
+            String::from_utf8_lossy(key)
+        )));
+    }
+    let value = value.map(String::from_utf8_lossy);
+    Ok(ConfigEntry::new(
+        String::from_utf8_lossy(key),
+        value.as_deref(),
+    ))
+}
+
+/// git's `git_config_parse_parameter` for the old `'key=value'` form: split at the first
+/// `=` (no `=` means the implicit boolean), trim the key (git's `strbuf_trim`); an empty key
+/// is an error; then [`config_pair`].
+fn parse_old_style(text: &[u8]) -> Result<ConfigEntry, ConfigSyntaxError> {
+    let (key, value) = match text.iter().position(|&c| c == b'=') {
+        Some(i) => (&text[..i], Some(&text[i + 1..])),
+        None => (text, None),
+    };
+    let start = key
+        .iter()
+        .position(|&c| !git_isspace(c))
+        .unwrap_or(key.len());
+    let end = key
+        .iter()
+        .rposition(|&c| !git_isspace(c))
+        .map_or(start, |i| i + 1);
+    let key = &key[start..end];
+    if key.is_empty() {
+        return Err(ConfigSyntaxError(format!(
+            "bogus config parameter: {}",
+            String::from_utf8_lossy(text)
+        )));
+    }
+    config_pair(key, value)
+}
+
+/// git's own `isspace` (`sane_ctype`): space, tab, newline, carriage return; not `\v`, `\f`.
+fn git_isspace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Parse `GIT_CONFIG_PARAMETERS` exactly as git's `parse_config_env_list` does.
@@ -345,25 +411,23 @@ pub fn parse_config_parameters(env: &[u8]) -> Result<Vec<ConfigEntry>, ConfigSyn
                 out.push(parse_old_style(&key)?);
                 cur = None;
             }
-            Some(a) if c_isspace(a[0]) => {
+            Some(a) if git_isspace(a[0]) => {
                 out.push(parse_old_style(&key)?);
                 cur = Some(a);
             }
             Some(a) if a[0] == b'=' => {
                 let a = &a[1..];
-                let key = String::from_utf8_lossy(&key).into_owned();
                 if a.first() == Some(&b'\'') {
                     let (value, after) = sq_dequote_step(a).map_err(|_| bogus())?;
                     if let Some(x) = after {
-                        if !c_isspace(x[0]) {
+                        if !git_isspace(x[0]) {
                             return Err(bogus());
                         }
                     }
-                    let value = String::from_utf8_lossy(&value).into_owned();
-                    out.push(ConfigEntry::new(key, Some(&value)));
+                    out.push(config_pair(&key, Some(&value))?);
                     cur = after;
-                } else if a.is_empty() || c_isspace(a[0]) {
-                    out.push(ConfigEntry::new(key, None));
+                } else if a.is_empty() || git_isspace(a[0]) {
+                    out.push(config_pair(&key, None)?);
                     cur = Some(a);
                 } else {
                     return Err(bogus());
@@ -372,7 +436,7 @@ pub fn parse_config_parameters(env: &[u8]) -> Result<Vec<ConfigEntry>, ConfigSyn
             Some(_) => return Err(bogus()),
         }
         if let Some(r) = cur {
-            let skip = r.iter().take_while(|b| c_isspace(**b)).count();
+            let skip = r.iter().take_while(|b| git_isspace(**b)).count();
             cur = Some(&r[skip..]);
         }
     }
@@ -559,8 +623,8 @@ mod tests {
                 want: Ok(vec![e("x.y", Some("1")), e("core.pager", Some("less"))]),
             },
             Case {
-                input: r"'it'\''s.x=1'",
-                want: Ok(vec![e("it's.x", Some("1"))]),
+                input: r"'a.it'\''s.x=1'",
+                want: Ok(vec![e("a.it's.x", Some("1"))]),
             },
             Case {
                 input: r"'a.b=\!x'",
@@ -588,6 +652,19 @@ mod tests {
             },
             Case {
                 input: "'=x'",
+                want: Err(()),
+            },
+            // git_config_parse_key: an empty key, no section, a quote in the section.
+            Case {
+                input: "''=",
+                want: Err(()),
+            },
+            Case {
+                input: "'=a'=",
+                want: Err(()),
+            },
+            Case {
+                input: r"'it'\''s.x=1'",
                 want: Err(()),
             },
         ];
@@ -681,6 +758,8 @@ mod tests {
             ("alias.x", Some("!sh")),
             ("alias.x", Some("  !sh")),
             ("tar.tgz.command", Some("x")),
+            ("pull.twohead", Some("evil")),
+            ("pull.octopus", Some("octopus evil")),
         ];
         for (k, v) in refused {
             assert!(
@@ -723,6 +802,7 @@ mod tests {
             ("url.https://github.com/.insteadOf", Some("gh:")),
             ("url./srv/mirror/.insteadOf", Some("https://h/")),
             ("trace2.eventTarget", Some("/tmp/t")),
+            ("pull.twohead", Some("ort")),
             ("alias.co", Some("checkout")),
             ("remote.origin.url", Some("https://example.invalid/x")),
             ("color.ui", Some("auto")),

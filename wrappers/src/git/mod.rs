@@ -56,8 +56,8 @@ pub struct ShimRule {
 pub struct GitContext<'a> {
     pub reader: &'a dyn ConfigReader,
     pub shim: ShimRule,
-    /// The caller is the real git itself (git's own child, e.g. the sequencer's `commit -n`
-    /// on `rebase --continue`): its hook options are git's, not a bypass.
+    /// The caller is the real git running the sequencer (`rebase`, `cherry-pick`, `revert`):
+    /// its `commit -n` (e.g. on `rebase --continue`) is git's own, not a bypass.
     pub internal_child: bool,
 }
 
@@ -207,7 +207,8 @@ pub fn check_git_with(
         words = new_words;
         sub_name = lossy(&words[0]);
     }
-    let positionals = check_subcommand(&sub_name, &words[1..], ctx.internal_child)?;
+    let sequencer_commit = ctx.internal_child && sub_name == "commit";
+    let positionals = check_subcommand(&sub_name, &words[1..], sequencer_commit)?;
     if TRANSPORT_COMMANDS.contains(&sub_name.as_str()) {
         check_credential_helpers(file_config.iter().chain(&c.cmdline_config))?;
     }
@@ -498,7 +499,12 @@ impl Ctx<'_, '_> {
         for (name, value) in self.env.iter() {
             let name = lossy(name);
             let v = lossy(value);
-            if let Some((_, hint)) = BLOCKED_ENV.iter().find(|(n, _)| *n == name) {
+            // An empty GIT_TEMPLATE_DIR copies no templates.
+            let empty_template = name == "GIT_TEMPLATE_DIR" && v.is_empty();
+            if let Some((_, hint)) = BLOCKED_ENV
+                .iter()
+                .find(|(n, _)| *n == name && !empty_template)
+            {
                 return Err(Refusal::new(
                     Reason::EnvOverride,
                     format!("{name} is set (git would run it)"),
@@ -559,8 +565,9 @@ fn refuse_danger(d: &Danger, sub: &str, spelled: &str) -> Refusal {
 }
 
 /// Per-subcommand options, as the subcommand's parse-options would read them.
-/// Returns the positional arguments. `internal_child`: git itself started this git, so its
-/// hook options are git's own (the sequencer commits with `-n`), not a bypass.
+/// Returns the positional arguments. `internal_child`: the sequencer (a real git running
+/// rebase/cherry-pick/revert) started this git, so a `commit`'s hook options are git's own
+/// (it commits with `-n`), not a bypass.
 pub fn check_subcommand(
     sub: &str,
     args: &[OsString],
@@ -622,7 +629,10 @@ pub fn check_subcommand(
                     if options::long_selects(spec, name, l) {
                         let hit = match (d.value_is_dangerous, &value) {
                             (Some(f), Some(v)) => f(v),
-                            (Some(_), None) => false,
+                            // Unmodelled: the next word may be the value (`--strategy x`).
+                            (Some(f), None) => {
+                                spec.is_none() && args.get(i).is_some_and(|n| f(&lossy(n)))
+                            }
                             (None, _) => true,
                         };
                         if hit {
@@ -653,10 +663,10 @@ pub fn check_subcommand(
             let mut j = 0;
             while j < letters.len() {
                 let l = letters[j];
-                let hit = dangers.iter().find(|d| {
+                let danger = dangers.iter().find(|d| {
                     d.short == Some(l) && !(internal_child && d.reason == Reason::HookBypass)
                 });
-                if let Some(d) = hit {
+                if let Some(d) = danger.filter(|d| d.value_is_dangerous.is_none()) {
                     return Err(refuse_danger(d, sub, &a));
                 }
                 let kind = options::short_arg(spec, l);
@@ -673,6 +683,11 @@ pub fn check_subcommand(
                 } else {
                     None
                 };
+                if let (Some(d), Some(v)) = (danger, &value) {
+                    if d.value_is_dangerous.is_some_and(|f| f(v)) {
+                        return Err(refuse_danger(d, sub, &format!("{a} {v}")));
+                    }
+                }
                 if sub == "clone" && l == 'c' {
                     if let Some(v) = &value {
                         check_config_spec(v, "clone -c")?;

@@ -73,6 +73,37 @@ fn starts_with_slash(v: &str) -> bool {
     v.starts_with('/')
 }
 
+fn not_empty(v: &str) -> bool {
+    !v.is_empty()
+}
+
+/// `--template=<dir>`: the template's hooks are copied into the new repository and run during
+/// `clone` (post-checkout). `--template=` (empty) copies no templates at all.
+const TEMPLATE: Danger = Danger {
+    long: Some("template"),
+    short: None,
+    reason: Reason::CommandOption,
+    what: "template hooks run",
+    value_is_dangerous: Some(not_empty),
+};
+
+/// Merge strategies git has itself (builtins, and the `git-merge-resolve`/`-octopus` scripts
+/// of its exec-path). Any other name runs `git-merge-<name>` found on `PATH`.
+pub const OWN_MERGE_STRATEGIES: &[&str] =
+    &["ort", "recursive", "resolve", "octopus", "ours", "subtree"];
+
+fn foreign_strategy(v: &str) -> bool {
+    !OWN_MERGE_STRATEGIES.contains(&v)
+}
+
+const STRATEGY: Danger = Danger {
+    long: Some("strategy"),
+    short: Some('s'),
+    reason: Reason::CommandOption,
+    what: "a merge strategy that is not git's own runs git-merge-<name> from PATH",
+    value_is_dangerous: Some(foreign_strategy),
+};
+
 /// Modelled subcommands. Others get [`UNMODELLED_DANGERS`].
 pub static SUBCOMMANDS: &[SubcommandSpec] = &[
     SubcommandSpec {
@@ -91,7 +122,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         longs: "--stat --summary --log --squash --commit --edit --cleanup= --ff --ff-only --rerere-autoupdate --verify-signatures --strategy= --strategy-option= --message= --file --into-name= --verbose --quiet --abort --quit --continue --allow-unrelated-histories --progress --gpg-sign --autostash --overwrite-ignore --signoff --no-verify --verify --no-stat --no-summary --no-log --no-squash --no-commit --no-edit --no-cleanup --no-ff --no-rerere-autoupdate --no-verify-signatures --no-strategy --no-strategy-option --no-message --no-into-name --no-verbose --no-quiet --no-abort --no-quit --no-continue --no-allow-unrelated-histories --no-progress --no-gpg-sign --no-autostash --no-overwrite-ignore --no-signoff",
         short_required: "sXmF",
         short_optional: "S",
-        dangers: &[NO_VERIFY],
+        dangers: &[NO_VERIFY, STRATEGY],
     },
     SubcommandSpec {
         name: "pull",
@@ -100,6 +131,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         short_optional: "rSj",
         dangers: &[
             NO_VERIFY,
+            STRATEGY,
             danger(Some("upload-pack"), None, Reason::CommandOption, "runs a command"),
         ],
     },
@@ -132,6 +164,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         dangers: &[
             NO_VERIFY,
             danger(Some("exec"), Some('x'), Reason::CommandOption, "runs a command after each commit"),
+            STRATEGY,
         ],
     },
     SubcommandSpec {
@@ -148,7 +181,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         short_optional: "",
         dangers: &[
             danger(Some("upload-pack"), Some('u'), Reason::CommandOption, "runs a command"),
-            danger(Some("template"), None, Reason::CommandOption, "template hooks run"),
+            TEMPLATE,
         ],
     },
     SubcommandSpec {
@@ -156,7 +189,7 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
         longs: "--template= --bare --shared --quiet --separate-git-dir= --initial-branch= --object-format= --no-template --no-bare --no-quiet --no-separate-git-dir --no-initial-branch --no-object-format",
         short_required: "b",
         short_optional: "",
-        dangers: &[danger(Some("template"), None, Reason::CommandOption, "template hooks run")],
+        dangers: &[TEMPLATE],
     },
     SubcommandSpec {
         name: "ls-remote",
@@ -253,6 +286,10 @@ pub static SUBCOMMANDS: &[SubcommandSpec] = &[
 /// least three characters). Short letters mean different things per command, so none here.
 pub static UNMODELLED_DANGERS: &[Danger] = &[
     NO_VERIFY,
+    Danger {
+        short: None,
+        ..STRATEGY
+    },
     danger(
         Some("upload-pack"),
         None,
@@ -266,12 +303,7 @@ pub static UNMODELLED_DANGERS: &[Danger] = &[
         "runs a command",
     ),
     danger(Some("exec"), None, Reason::CommandOption, "runs a command"),
-    danger(
-        Some("template"),
-        None,
-        Reason::CommandOption,
-        "template hooks run",
-    ),
+    TEMPLATE,
     danger(
         Some("extcmd"),
         None,

@@ -64,6 +64,39 @@ pub fn build_git_exec_path_shim(
     symlink(wrapper, dir.join("git"))
 }
 
+/// Does `dir` hold exactly what [`build_git_exec_path_shim`] would build from `real_exec_path`
+/// and `wrapper` now? Then a session can reuse it instead of making ~170 symlinks again.
+pub fn git_exec_path_shim_is_current(dir: &Path, real_exec_path: &Path, wrapper: &Path) -> bool {
+    let expected = |name: &std::ffi::OsStr| -> Option<std::path::PathBuf> {
+        if name == "git" {
+            return Some(wrapper.to_path_buf());
+        }
+        let real_git = fs::metadata(real_exec_path.join("git")).ok()?;
+        let m = fs::metadata(real_exec_path.join(name)).ok()?;
+        Some(if (m.dev(), m.ino()) == (real_git.dev(), real_git.ino()) {
+            wrapper.to_path_buf()
+        } else {
+            real_exec_path.join(name)
+        })
+    };
+    let (Ok(real), Ok(shim)) = (fs::read_dir(real_exec_path), fs::read_dir(dir)) else {
+        return false;
+    };
+    let mut real_names = 0usize;
+    for entry in real.flatten() {
+        let name = entry.file_name();
+        real_names += 1;
+        let Some(want) = expected(&name) else {
+            return false;
+        };
+        if fs::read_link(dir.join(&name)).ok() != Some(want) {
+            return false;
+        }
+    }
+    // Nothing more than the real exec path's entries (and `git`, which it holds too).
+    shim.count() == real_names
+}
+
 /// Where git's own exec-path lives when it is installed by a package or from source.
 const SYSTEM_EXEC_PATHS: &[&str] = &[
     "/usr/lib/git-core",
@@ -74,8 +107,9 @@ const SYSTEM_EXEC_PATHS: &[&str] = &[
 
 /// Accept `dir` as `GIT_EXEC_PATH` (git exports its exec-path to every child) when it is the
 /// session's shim ([`validate_shim`]) or git's own exec-path: a system git-core directory or
-/// the `git-core` directory of a protected git, owned by root and writable by nobody else, whose `git`
-/// is the wrapper or a protected git (the image installs the wrapper there).
+/// the `git-core` directory of a protected git, writable by nobody but its owner (not the
+/// caller), whose `git` is the wrapper or a protected git (the image installs the wrapper
+/// there).
 pub fn validate_exec_path(dir: &Path, rule: &ShimRule) -> Result<(), String> {
     if own_exec_path(dir, rule) {
         return Ok(());
@@ -93,7 +127,12 @@ fn own_exec_path(dir: &Path, rule: &ShimRule) -> bool {
     let Ok(meta) = fs::metadata(&canon) else {
         return false;
     };
-    if !known || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+    // Writable by nobody but its owner, and the owner is not the caller (root sees real
+    // root's files as root; a user namespace shows them as the overflow uid, never the
+    // caller). For root the fixed locations above are what counts.
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    if !known || meta.mode() & 0o022 != 0 || (meta.uid() == me && me != 0) {
         return false;
     }
     let Ok(git) = fs::metadata(canon.join("git")) else {
