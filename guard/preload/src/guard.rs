@@ -546,6 +546,7 @@ pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
         let no_env: [&[u8]; 0] = [];
         let req = Request {
             target: Target::Path(path),
+            given_name: None,
             argv: &argv[..],
             envp: &no_env[..],
         };
