@@ -16,7 +16,9 @@ use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
 use crate::resolve;
 use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
-use crate::sys::{env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC};
+use crate::sys::{
+    env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC, ESTALE_ETC,
+};
 use crate::text::words;
 use crate::Profile;
 
@@ -25,6 +27,28 @@ pub const MAX_CHAIN: usize = 6;
 
 /// glibc's PATH when the environment has none.
 pub const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+
+/// glibc's PATH search, written once (the preload's `execvp` family and `posix_spawnp`,
+/// `execguard run` and `check`, `env` in a `#!` line): the candidates for a name without `/`,
+/// in order: `dir/name` for each `:`-separated entry of `path_var` ([`DEFAULT_PATH`] when
+/// unset), an empty entry naming the cwd. A candidate longer than `PATH_MAX` is skipped, as
+/// glibc skips it.
+pub fn path_candidates<'a>(
+    path_var: Option<&'a [u8]>,
+    name: &'a [u8],
+) -> impl Iterator<Item = PathBuf> + 'a {
+    path_var
+        .unwrap_or(DEFAULT_PATH)
+        .split(|&c| c == b':')
+        .filter_map(move |dir| PathBuf::join(dir, name).ok())
+}
+
+/// After the exec of one PATH candidate failed with `errno`, does the search try the next?
+/// As glibc's: after `EACCES` (a refusal included: the guard answers as a `noexec` mount
+/// would), remembered as the search's answer if nothing runs, and after the "not here" errors.
+pub fn search_goes_on(errno: Errno) -> bool {
+    errno == EACCES || ESTALE_ETC.contains(&errno)
+}
 
 /// What an exec call names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -996,11 +1020,7 @@ fn check_own_loader<'a, S: Sys, E: StrList + ?Sized>(
     };
     check_loaded_program(sys, ctx, program)?;
     if !program.contains(&b'/') {
-        let search = env_get(envp, b"PATH").unwrap_or(DEFAULT_PATH);
-        for dir in search.split(|&c| c == b':') {
-            let Ok(candidate) = PathBuf::join(dir, program) else {
-                continue;
-            };
+        for candidate in path_candidates(env_get(envp, b"PATH"), program) {
             if sys.is_executable(candidate.as_bytes()) {
                 return check_loaded_program(sys, ctx, candidate.as_bytes());
             }
@@ -1132,13 +1152,8 @@ fn check_script_runtime<S: Sys, E: StrList + ?Sized>(
             Ok(())
         };
     }
-    let search = path_override
-        .or_else(|| env_get(envp, b"PATH"))
-        .unwrap_or(DEFAULT_PATH);
-    for dir in search.split(|&c| c == b':') {
-        let Ok(candidate) = PathBuf::join(dir, command) else {
-            return Err(deny(Reason::PathTooLong, script));
-        };
+    let search = path_override.or_else(|| env_get(envp, b"PATH"));
+    for candidate in path_candidates(search, command) {
         if sys.is_executable(candidate.as_bytes()) {
             return if is_runtime(sys, candidate.as_bytes()) {
                 Err(refuse())

@@ -5,11 +5,10 @@ use crate::guard::{guarded, guarded_as, Entry, EnvRewrite};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use execguard_os::raw::{self, libc_result, set_errno, KernelCall};
 use execguard_os::{c_bytes, CList, LibcSys};
-use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
 use execguard_policy::spawn::{child_path, ChildPath, SpawnAction};
-use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT, ESTALE_ETC};
-use execguard_policy::{Reason, Target};
+use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT};
+use execguard_policy::{path_candidates, search_goes_on, Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
 extern "C" {
@@ -188,12 +187,8 @@ unsafe fn exec_search(
     if name.len() > libc::FILENAME_MAX as usize {
         return fail_errno(libc::ENAMETOOLONG);
     }
-    let search = path_variable();
     let mut got_eacces = false;
-    for dir in search.split(|&c| c == b':') {
-        let Ok(mut candidate) = PathBuf::join(dir, name) else {
-            continue;
-        };
+    for mut candidate in path_candidates(variable(b"PATH="), name) {
         let c = candidate.as_c_bytes().as_ptr().cast();
         // SAFETY: `c` is NUL-terminated and lives until the end of this iteration.
         unsafe {
@@ -202,7 +197,7 @@ unsafe fn exec_search(
         }
         match errno() {
             EACCES => got_eacces = true,
-            e if ESTALE_ETC.contains(&e) => {}
+            e if search_goes_on(e) => {}
             _ => return -1,
         }
     }
@@ -215,11 +210,6 @@ unsafe fn exec_search(
 fn errno() -> c_int {
     // SAFETY: this thread's errno slot.
     unsafe { *libc::__errno_location() }
-}
-
-/// The caller's PATH, as glibc's getenv sees it: the first `PATH=` entry of `environ`.
-fn path_variable() -> &'static [u8] {
-    variable(b"PATH=").unwrap_or(DEFAULT_PATH)
 }
 
 /// The value of the first `environ` entry starting with `prefix` (`NAME=`), as getenv finds it.
@@ -547,10 +537,7 @@ pub unsafe extern "C" fn posix_spawnp(
         return unsafe { spawn(Entry::PosixSpawnp, pid, file, actions, attr, argv, envp) };
     }
     let mut result = ENOENT;
-    for dir in path_variable().split(|&c| c == b':') {
-        let Ok(mut candidate) = PathBuf::join(dir, name) else {
-            continue;
-        };
+    for mut candidate in path_candidates(variable(b"PATH="), name) {
         if !LibcSys.is_executable(candidate.as_bytes()) {
             if LibcSys.stat(candidate.as_bytes()).is_ok() {
                 result = EACCES; // exists but not executable: glibc's child would get EACCES
@@ -561,6 +548,7 @@ pub unsafe extern "C" fn posix_spawnp(
         // SAFETY: `c` is NUL-terminated and alive for the call.
         match unsafe { spawn(Entry::PosixSpawnp, pid, c, actions, attr, argv, envp) } {
             EACCES => result = EACCES, // refused: keep searching, as for a noexec mount
+            e if e != 0 && search_goes_on(e) => {}
             other => return other,
         }
     }
