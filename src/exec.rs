@@ -1,11 +1,10 @@
 //! Deciding a command line with the same engine and OS view as the guard.
 
 use execguard_os::LibcSys;
-use execguard_policy::path::PathBuf as PathBytes;
 use execguard_policy::sys::Sys;
 use execguard_policy::{
-    decide_launch, path_candidates, search_goes_on, Context, Policy, Request, RuntimeIds, Target,
-    Verdict,
+    decide_launch, path_candidates, search_goes_on, Context, ExecName, Policy, Request, RuntimeIds,
+    Target, Verdict,
 };
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -60,7 +59,7 @@ pub fn decide_command(
             argv: &argv_refs[..],
             envp: &env_refs[..],
         };
-        let mut exec_as = Box::new(PathBytes::new());
+        let mut exec_as = Box::new(ExecName::new());
         let (verdict, launch) = decide_launch(sys, &ctx, &req, &mut exec_as);
         let exec_as = (!exec_as.as_bytes().is_empty()).then(|| exec_as.as_bytes().to_vec());
         let launch = launch.map(|l| {

@@ -389,9 +389,72 @@ fn inspect<S: Sys>(
     // Named through /proc: the walk is unknown, so only an absolute name that is already the
     // kernel's own (no symlink, no `..`) counts as one the session cannot redirect.
     let kpath = hop.kpath.as_bytes();
-    hop.touched = !matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath))
-        || redirectable(sys, policy, kpath);
+    hop.touched = !is_kernel_name(at, kpath) || redirectable(sys, policy, kpath);
     result
+}
+
+/// Is `at` an absolute name that is already the kernel's own for `kpath` (no symlink, no
+/// `..`)? Out of line: its buffer is needed only on the `/proc` route.
+#[inline(never)]
+fn is_kernel_name(at: At<'_>, kpath: &[u8]) -> bool {
+    matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath))
+}
+
+/// The canonical name the kernel is handed instead of the caller's ([`decide_launch`]), at
+/// most [`ExecName::MAX`] bytes: it sits on the caller's stack for every exec, and a preload
+/// library must not need more stack than the call it replaces. A longer one is refused
+/// (`path_too_long`) rather than handed to the kernel by a name the session could redirect.
+pub struct ExecName {
+    buf: [core::mem::MaybeUninit<u8>; ExecName::MAX + 1],
+    len: usize,
+}
+
+impl ExecName {
+    pub const MAX: usize = 1023;
+
+    #[inline(always)]
+    pub fn new() -> Self {
+        // SAFETY: an array of MaybeUninit is valid uninitialised.
+        let buf = unsafe {
+            core::mem::MaybeUninit::<[core::mem::MaybeUninit<u8>; ExecName::MAX + 1]>::uninit()
+                .assume_init()
+        };
+        ExecName { buf, len: 0 }
+    }
+
+    fn set(&mut self, name: &[u8]) -> bool {
+        if name.len() > Self::MAX {
+            return false;
+        }
+        for (slot, &b) in self.buf.iter_mut().zip(name) {
+            slot.write(b);
+        }
+        self.buf[name.len()].write(0);
+        self.len = name.len();
+        true
+    }
+
+    /// The name (empty: hand the kernel the caller's own).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `buf[..len]` was written by `set` (len is 0 otherwise).
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The name with its NUL (valid once [`ExecName::as_bytes`] is not empty).
+    pub fn as_c_bytes(&self) -> &[u8] {
+        // SAFETY: `set` wrote the NUL at `len`; an empty name is just read as "".
+        if self.len == 0 {
+            return b"\0";
+        }
+        // SAFETY: `buf[..=len]` was written by `set`.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len + 1) }
+    }
+}
+
+impl Default for ExecName {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Where a piece of the argv that an interpreter will see is stored.
@@ -415,21 +478,27 @@ struct Chain<'r, A: StrList + ?Sized> {
     target: &'r [u8],
 }
 
-impl<A: StrList + ?Sized> Clone for Chain<'_, A> {
-    fn clone(&self) -> Self {
-        Chain {
-            arena: self.arena,
-            used: self.used,
-            prefix: self.prefix,
-            n: self.n,
-            current: self.current,
-            argv: self.argv,
-            target: self.target,
-        }
-    }
+/// Where a launch starts: the chain's argv state at its first file outside the mutable roots.
+/// (The arena only grows, so the final chain's arena still holds what this names.)
+struct Snapshot {
+    prefix: [Piece; 2 * MAX_CHAIN],
+    n: usize,
+    current: Piece,
 }
 
 impl<'r, A: StrList + ?Sized> Chain<'r, A> {
+    fn new<E: StrList + ?Sized>(req: &Request<'r, A, E>) -> Self {
+        Chain {
+            arena: [0; MAX_CHAIN * BINPRM_BUF_SIZE],
+            used: 0,
+            prefix: [Piece::Target; 2 * MAX_CHAIN],
+            n: 0,
+            current: Piece::Target,
+            argv: req.argv,
+            target: req.given_name.unwrap_or(req.target.name()),
+        }
+    }
+
     fn get(&self, p: Piece) -> &[u8] {
         match p {
             Piece::Arena(s, n) => &self.arena[s..s + n],
@@ -498,7 +567,8 @@ where
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    match decide_chain(sys, ctx, req, &mut None, None) {
+    let mut chain = Chain::new(req);
+    match decide_chain(sys, ctx, req, &mut chain, &mut None, None) {
         Ok(reason) => Verdict::Allow(reason),
         Err(verdict) => verdict,
     }
@@ -519,7 +589,7 @@ pub fn decide_launch<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
-    exec_as: &mut PathBuf,
+    exec_as: &mut ExecName,
 ) -> (Verdict, Option<Launch<'r, A>>)
 where
     S: Sys,
@@ -527,9 +597,19 @@ where
     E: StrList + ?Sized,
 {
     let mut launch = None;
-    exec_as.truncate(0);
-    match decide_chain(sys, ctx, req, &mut launch, Some(exec_as)) {
-        Ok(reason) => (Verdict::Allow(reason), launch.map(Launch)),
+    exec_as.len = 0;
+    let mut chain = Chain::new(req);
+    match decide_chain(sys, ctx, req, &mut chain, &mut launch, Some(exec_as)) {
+        Ok(reason) => {
+            let launch = launch.map(|at: Snapshot| {
+                // The arena only grows, so what the snapshot names is still there.
+                chain.prefix = at.prefix;
+                chain.n = at.n;
+                chain.current = at.current;
+                Launch(chain)
+            });
+            (Verdict::Allow(reason), launch)
+        }
         Err(verdict) => (verdict, None),
     }
 }
@@ -538,8 +618,9 @@ fn decide_chain<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
-    launch: &mut Option<Chain<'r, A>>,
-    mut exec_as: Option<&mut PathBuf>,
+    chain: &mut Chain<'r, A>,
+    launch: &mut Option<Snapshot>,
+    mut exec_as: Option<&mut ExecName>,
 ) -> Result<Reason, Verdict>
 where
     S: Sys,
@@ -561,15 +642,6 @@ where
     inspect(sys, policy, at, follow, &mut hop)?;
     // While every file so far is a mutable script, a launch may be needed.
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
-    let mut chain = Chain {
-        arena: [0; MAX_CHAIN * BINPRM_BUF_SIZE],
-        used: 0,
-        prefix: [Piece::Target; 2 * MAX_CHAIN],
-        n: 0,
-        current: Piece::Target,
-        argv: req.argv,
-        target: req.given_name.unwrap_or(req.target.name()),
-    };
     for depth in 0..MAX_CHAIN {
         if !hop.info.is_regular() {
             return Err(Verdict::Kernel(EACCES));
@@ -581,7 +653,11 @@ where
         if all_mutable_scripts && !mutable {
             all_mutable_scripts = false;
             if depth > 0 {
-                *launch = Some(chain.clone());
+                *launch = Some(Snapshot {
+                    prefix: chain.prefix,
+                    n: chain.n,
+                    current: chain.current,
+                });
                 launched_here = true;
             }
         }
@@ -590,8 +666,9 @@ where
         let handed = (depth == 0 && !matches!(req.target, Target::Fd(_))) || launched_here;
         if handed && !mutable && hop.touched {
             if let Some(out) = exec_as.take() {
-                out.push_bytes(kpath)
-                    .map_err(|_| deny(Reason::PathTooLong, kpath))?;
+                if !out.set(kpath) {
+                    return Err(deny(Reason::PathTooLong, kpath));
+                }
             }
         }
         let requested = chain.get(chain.current);

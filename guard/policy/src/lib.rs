@@ -27,7 +27,7 @@ pub mod workspace;
 
 pub use decide::{
     decide, decide_code_dirs, decide_launch, decide_object, path_candidates, search_goes_on,
-    Context, Launch, Request, RuntimeIds, ShownPath, Target, Verdict,
+    Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Target, Verdict,
 };
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;

@@ -237,25 +237,32 @@ unsafe fn retry_as_script(
         return -1;
     }
     const MAX_ARGS: usize = 1024;
-    let mut args: [*const c_char; MAX_ARGS + 3] = [core::ptr::null(); MAX_ARGS + 3];
-    args[0] = c"/bin/sh".as_ptr().cast();
-    args[1] = file;
-    let mut n = 2;
-    if !argv.is_null() {
-        let mut i = 1;
-        // SAFETY: argv is NULL-terminated per contract.
-        while unsafe { !(*argv.add(i)).is_null() } {
-            if n == MAX_ARGS + 2 {
-                return fail_errno(libc::E2BIG);
-            }
-            // SAFETY: i is before the terminator.
-            args[n] = unsafe { *argv.add(i) };
-            n += 1;
-            i += 1;
-        }
+    // SAFETY: argv is NULL or NULL-terminated per contract.
+    let caller = unsafe { CList::new(argv) };
+    let rest = caller.len().saturating_sub(1);
+    if rest > MAX_ARGS {
+        return fail_errno(libc::E2BIG);
     }
-    // SAFETY: `args` is NULL-terminated and its strings outlive the call.
-    unsafe { exec_path(entry, c"/bin/sh".as_ptr().cast(), args.as_ptr(), envp) }
+    // `/bin/sh file args... NULL`, in a buffer sized to them.
+    crate::scratch::with_words(rest + 3, |args| {
+        args[0].write(c"/bin/sh".as_ptr() as usize);
+        args[1].write(file as usize);
+        for i in 1..=rest {
+            // SAFETY: i is before argv's terminator.
+            args[i + 1].write(unsafe { *argv.add(i) } as usize);
+        }
+        args[rest + 2].write(0);
+        // SAFETY: `args` is NULL-terminated and its strings outlive the call.
+        unsafe {
+            exec_path(
+                entry,
+                c"/bin/sh".as_ptr().cast(),
+                args.as_ptr().cast(),
+                envp,
+            )
+        }
+    })
+    .unwrap_or_else(|| fail_errno(libc::ENOMEM))
 }
 
 #[no_mangle]
@@ -404,39 +411,59 @@ unsafe fn spawn(
     }
     // SAFETY: libc's contract.
     let given = unsafe { c_bytes(path) };
-    // The child applies the file actions before its exec: decide what it will reach.
+    let spawn_as = |target: Target<'_>, given_name: Option<&[u8]>| {
+        // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
+        // (possibly rewritten) environment, valid for the duration of the call.
+        unsafe {
+            guarded_as(
+                entry,
+                target,
+                given_name,
+                argv,
+                envp,
+                EnvRewrite::Allowed,
+                |exec| {
+                    let (program, argv) = exec.program_or(path, argv);
+                    real(pid, program, actions, attr, argv.cast(), exec.env.cast())
+                },
+                |e| e,
+            )
+        }
+    };
+    if actions.is_null() {
+        return spawn_as(Target::Path(given), None);
+    }
+    // SAFETY: glibc's file actions, per posix_spawn's contract.
+    unsafe { spawn_with_actions(entry, actions, given, spawn_as) }
+}
+
+/// The child applies the file actions before its exec: decide what it will reach (out of
+/// line: the replayed name's buffer is on the stack only when there are actions).
+///
+/// # Safety
+/// `actions` is glibc's initialised `posix_spawn_file_actions_t`.
+#[inline(never)]
+unsafe fn spawn_with_actions(
+    entry: Entry,
+    actions: *const posix_spawn_file_actions_t,
+    given: &[u8],
+    spawn_as: impl FnOnce(Target<'_>, Option<&[u8]>) -> c_int,
+) -> c_int {
     let mut in_child = PathBuf::new();
-    // SAFETY: NULL or glibc's file actions, per posix_spawn's contract.
+    // SAFETY: forwarded contract.
     let replayed = match unsafe { spawn_actions(actions) } {
         None => ChildPath::Same,
         Some(list) => child_path(list, given, &mut in_child),
     };
-    let (target, given_name) = match replayed {
-        ChildPath::Same => (Target::Path(given), None),
-        ChildPath::Rewritten => (Target::Path(in_child.as_bytes()), Some(given)),
+    match replayed {
+        ChildPath::Same => spawn_as(Target::Path(given), None),
+        ChildPath::Rewritten => spawn_as(Target::Path(in_child.as_bytes()), Some(given)),
         // The child's exec would fail: nothing runs, and glibc would report this.
-        ChildPath::Fails(e) => return e,
+        ChildPath::Fails(e) => e,
         ChildPath::TooComplex => {
             crate::guard::refuse(entry, Reason::SpawnActions, given);
-            return EACCES;
+            EACCES
         }
-    };
-    // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
-    // (possibly rewritten) environment, valid for the duration of the call.
-    unsafe {
-        guarded_as(
-            entry,
-            target,
-            given_name,
-            argv,
-            envp,
-            EnvRewrite::Allowed,
-            |exec| {
-                let (program, argv) = exec.program_or(path, argv);
-                real(pid, program, actions, attr, argv.cast(), exec.env.cast())
-            },
-            |e| e,
-        )
     }
 }
 
