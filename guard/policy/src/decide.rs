@@ -312,6 +312,67 @@ pub fn is_mutable<S: Sys>(sys: &mut S, policy: &Policy<'_>, kpath: &[u8], nlink:
         || (!policy.seal() && writable_by_session(sys, kpath))
 }
 
+/// A [`Sys`] that asks [`Sys::bypasses_permissions`] once per decision (the answer cannot
+/// change within one, and a decision asks for every file and every directory it walks).
+struct OncePerDecision<'s, S: Sys> {
+    sys: &'s mut S,
+    bypass: Option<bool>,
+}
+
+impl<'s, S: Sys> OncePerDecision<'s, S> {
+    fn new(sys: &'s mut S) -> Self {
+        OncePerDecision { sys, bypass: None }
+    }
+}
+
+impl<S: Sys> Sys for OncePerDecision<'_, S> {
+    type Fd = S::Fd;
+    fn open(&mut self, at: At<'_>, mode: OpenMode, follow: bool) -> Result<S::Fd, Errno> {
+        self.sys.open(at, mode, follow)
+    }
+    fn fstat(&mut self, fd: &S::Fd) -> Result<FileInfo, Errno> {
+        self.sys.fstat(fd)
+    }
+    fn read_head(&mut self, fd: &S::Fd, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.sys.read_head(fd, buf)
+    }
+    fn fd_path(&mut self, fd: &S::Fd, out: &mut PathBuf) -> Result<(), Errno> {
+        self.sys.fd_path(fd, out)
+    }
+    fn close(&mut self, fd: S::Fd) {
+        self.sys.close(fd)
+    }
+    fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno> {
+        self.sys.stat(path)
+    }
+    fn caller_exe(&mut self) -> Result<FileInfo, Errno> {
+        self.sys.caller_exe()
+    }
+    fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
+        self.sys.caller_exe_path(out)
+    }
+    fn is_executable(&mut self, path: &[u8]) -> bool {
+        self.sys.is_executable(path)
+    }
+    fn may_write(&mut self, path: &[u8]) -> bool {
+        self.sys.may_write(path)
+    }
+    fn bypasses_permissions(&mut self) -> bool {
+        *self
+            .bypass
+            .get_or_insert_with(|| self.sys.bypasses_permissions())
+    }
+    fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
+        self.sys.read_link(path, out)
+    }
+    fn cwd(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
+        self.sys.cwd(out)
+    }
+    fn open_exact(&mut self, path: &[u8], mode: OpenMode) -> Result<S::Fd, Errno> {
+        self.sys.open_exact(path, mode)
+    }
+}
+
 /// May the session's user (not root: it bypasses permissions) write `path` or a directory
 /// above it?
 fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
@@ -568,6 +629,7 @@ where
     E: StrList + ?Sized,
 {
     let mut chain = Chain::new(req);
+    let sys = &mut OncePerDecision::new(sys);
     match decide_chain(sys, ctx, req, &mut chain, &mut None, None) {
         Ok(reason) => Verdict::Allow(reason),
         Err(verdict) => verdict,
@@ -599,6 +661,7 @@ where
     let mut launch = None;
     exec_as.len = 0;
     let mut chain = Chain::new(req);
+    let sys = &mut OncePerDecision::new(sys);
     match decide_chain(sys, ctx, req, &mut chain, &mut launch, Some(exec_as)) {
         Ok(reason) => {
             let launch = launch.map(|at: Snapshot| {
@@ -885,6 +948,7 @@ pub fn decide_object<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, path: &[u8]) ->
     if ctx.policy.profile() == Profile::Breakglass {
         return Verdict::Allow(Reason::Breakglass);
     }
+    let sys = &mut OncePerDecision::new(sys);
     match check_mutable_object(sys, ctx, path, Reason::MutableNative) {
         Ok(()) => Verdict::Allow(Reason::Allowed),
         Err(v) => v,
@@ -897,6 +961,7 @@ pub fn decide_code_dirs<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, dirs: &[u8])
     if ctx.policy.profile() == Profile::Breakglass {
         return Verdict::Allow(Reason::Breakglass);
     }
+    let sys = &mut OncePerDecision::new(sys);
     match check_library_dirs(sys, ctx, dirs) {
         Ok(()) => Verdict::Allow(Reason::Allowed),
         Err(v) => v,
@@ -1273,5 +1338,350 @@ mod tests {
                 nofollow: true
             }
         );
+    }
+}
+
+/// The rules, table-driven against the in-memory [`crate::memsys::MemSys`] (no processes):
+/// each row is a file tree, a policy, one exec call and what the engine must answer, including
+/// what it hands the kernel (the launch argv, the canonical name).
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::memsys::MemSys;
+    use crate::sys::ENOENT;
+    use std::vec::Vec;
+
+    #[derive(Debug, PartialEq)]
+    enum Want {
+        Allow,
+        Deny(Reason),
+        Kernel(Errno),
+        /// Allowed, started through this argv (program first).
+        Launch(&'static [&'static [u8]]),
+        /// Allowed, handed to the kernel by this canonical name.
+        ExecAs(&'static [u8]),
+    }
+
+    struct Row {
+        what: &'static str,
+        tree: fn(&mut MemSys),
+        policy: &'static str,
+        target: &'static [u8],
+        argv: &'static [&'static [u8]],
+        envp: &'static [&'static [u8]],
+        want: Want,
+    }
+
+    const WS: &str = "version = 1\nworkspace = \"/ws\"\n";
+
+    fn base(s: &mut MemSys) {
+        s.elf(b"/usr/bin/ls")
+            .elf(b"/usr/bin/dash")
+            .symlink(b"/bin", b"usr/bin")
+            .symlink(b"/usr/bin/sh", b"dash")
+            .elf(b"/usr/bin/valgrind")
+            .elf(b"/ws/payload")
+            .elf(b"/ws/evil.so")
+            .script(b"/ws/build.sh", b"#!/bin/sh\necho hi\n")
+            .script(b"/ws/evil.sh", b"#!/ws/payload\n")
+            .symlink(b"/ws/link", b"/usr/bin/ls")
+            .dir(b"/tmp")
+            .dir(b"/opt")
+            .elf(b"/opt/tool")
+            .cwd_at(b"/ws");
+    }
+
+    fn writable_opt(s: &mut MemSys) {
+        base(s);
+        s.writable(b"/opt");
+    }
+
+    fn writable_opt_root(s: &mut MemSys) {
+        writable_opt(s);
+        s.as_root();
+    }
+
+    const ROWS: &[Row] = &[
+        Row {
+            what: "system ELF",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"/ws/payload",
+            argv: &[b"payload"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "relative workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"./payload",
+            argv: &[b"payload"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "development allows it",
+            tree: base,
+            policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\n",
+            target: b"/ws/payload",
+            argv: &[b"payload"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "missing",
+            tree: base,
+            policy: WS,
+            target: b"/ws/nothing",
+            argv: &[b"x"],
+            envp: &[],
+            want: Want::Kernel(ENOENT),
+        },
+        Row {
+            what: "workspace script starts through its interpreter",
+            tree: base,
+            policy: WS,
+            target: b"/ws/build.sh",
+            argv: &[b"build.sh", b"a"],
+            envp: &[],
+            want: Want::Launch(&[b"/bin/sh", b"/ws/build.sh", b"a"]),
+        },
+        Row {
+            what: "script naming a workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"/ws/evil.sh",
+            argv: &[b"evil.sh"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "workspace symlink to a system program: canonical name",
+            tree: base,
+            policy: WS,
+            target: b"/ws/link",
+            argv: &[b"link"],
+            envp: &[],
+            want: Want::ExecAs(b"/usr/bin/ls"),
+        },
+        Row {
+            what: "relative name through the workspace: canonical name",
+            tree: base,
+            policy: WS,
+            target: b"link",
+            argv: &[b"link"],
+            envp: &[],
+            want: Want::ExecAs(b"/usr/bin/ls"),
+        },
+        Row {
+            what: "system symlink: the caller's own name",
+            tree: base,
+            policy: WS,
+            target: b"/bin/sh",
+            argv: &[b"sh"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "LD_PRELOAD from the workspace",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"LD_PRELOAD=/ws/evil.so"],
+            want: Want::Deny(Reason::PreloadMutable),
+        },
+        Row {
+            what: "the last LD_PRELOAD counts too",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"LD_PRELOAD=", b"LD_PRELOAD=/ws/evil.so"],
+            want: Want::Deny(Reason::PreloadMutable),
+        },
+        Row {
+            what: "GCONV_PATH in the workspace",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"GCONV_PATH=/ws"],
+            want: Want::Deny(Reason::LibraryPathMutable),
+        },
+        Row {
+            what: "LD_ORIGIN_PATH in the workspace",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"LD_ORIGIN_PATH=/ws"],
+            want: Want::Deny(Reason::LibraryPathMutable),
+        },
+        Row {
+            what: "data variables name the workspace freely",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"TMPDIR=/tmp", b"LOCPATH=/ws", b"NLSPATH=/ws"],
+            want: Want::Allow,
+        },
+        Row {
+            what: "valgrind of a workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/valgrind",
+            argv: &[b"valgrind", b"-q", b"./payload"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "valgrind of a system program",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/valgrind",
+            argv: &[b"valgrind", b"/usr/bin/ls", b"/ws/payload"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "own_loaders = [] names none",
+            tree: base,
+            policy: "version = 1\nworkspace = \"/ws\"\nown_loaders = []\n",
+            target: b"/usr/bin/valgrind",
+            argv: &[b"valgrind", b"./payload"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "allow-list",
+            tree: base,
+            policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"dash\"]\n",
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[],
+            want: Want::Deny(Reason::CommandNotAllowed),
+        },
+        Row {
+            what: "a program the user can replace, unsealed",
+            tree: writable_opt,
+            policy: WS,
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "the same for root: only the write set",
+            tree: writable_opt_root,
+            policy: WS,
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "the same sealed: the kernel's partition",
+            tree: writable_opt,
+            policy: "version = 1\nworkspace = \"/ws\"\nseal = true\n",
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "empty argv",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[],
+            envp: &[],
+            want: Want::Deny(Reason::ArgvEmpty),
+        },
+    ];
+
+    /// What the engine answered for `row`, in the row's terms (`None`: as wanted).
+    fn mismatch(row: &Row) -> Option<std::string::String> {
+        let mut sys = MemSys::new();
+        (row.tree)(&mut sys);
+        let policy = Policy::parse(row.policy.as_bytes()).unwrap();
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &RuntimeIds::NONE,
+            self_lib: None,
+        };
+        let req = Request {
+            target: Target::Path(row.target),
+            given_name: None,
+            argv: row.argv,
+            envp: row.envp,
+        };
+        let mut exec_as = ExecName::new();
+        let (verdict, launch) = decide_launch(&mut sys, &ctx, &req, &mut exec_as);
+        let launch: Option<Vec<Vec<u8>>> = launch.map(|l| l.argv().map(<[u8]>::to_vec).collect());
+        let ok = match (&row.want, &verdict) {
+            (Want::Allow, Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes().is_empty(),
+            (Want::Launch(w), Verdict::Allow(_)) => launch
+                .as_ref()
+                .is_some_and(|l| l.iter().map(Vec::as_slice).eq(w.iter().copied())),
+            (Want::ExecAs(w), Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes() == *w,
+            (Want::Deny(r), Verdict::Deny { reason, .. }) => r == reason,
+            (Want::Kernel(e), Verdict::Kernel(k)) => e == k,
+            _ => false,
+        };
+        (!ok).then(|| {
+            std::format!(
+                "{}: want {:?}, got {verdict:?}, launch {launch:?}, exec as {:?}",
+                row.what,
+                row.want,
+                crate::text::Lossy(exec_as.as_bytes())
+            )
+        })
+    }
+
+    #[test]
+    fn every_rule_row() {
+        let failed: Vec<_> = ROWS.iter().filter_map(mismatch).collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+
+    #[test]
+    fn the_double_records_every_call() {
+        let mut sys = MemSys::new();
+        base(&mut sys);
+        let policy = Policy::parse(WS.as_bytes()).unwrap();
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &RuntimeIds::NONE,
+            self_lib: None,
+        };
+        let req = Request {
+            target: Target::Path(b"/usr/bin/ls"),
+            given_name: None,
+            argv: &[&b"ls"[..]][..],
+            envp: &[][..],
+        };
+        assert!(decide(&mut sys, &ctx, &req).is_allow());
+        // Unsealed and not root: the permission walk asked about the file and every directory.
+        for p in ["/usr/bin/ls", "/usr/bin", "/usr", "/"] {
+            assert!(
+                sys.calls
+                    .iter()
+                    .any(|c| *c == std::format!("may_write {p}")),
+                "{p}: {:?}",
+                sys.calls
+            );
+        }
     }
 }

@@ -14,6 +14,8 @@
 pub mod audit;
 pub mod decide;
 pub mod env;
+#[cfg(test)]
+pub mod memsys;
 pub mod path;
 pub mod policy;
 pub mod profile;
