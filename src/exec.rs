@@ -60,7 +60,8 @@ pub fn decide_command(
             envp: &env_refs[..],
         };
         let mut exec_as = Box::new(ExecName::new());
-        let (verdict, launch) = decide_launch(sys, &ctx, &req, &mut exec_as);
+        let mut launch = None;
+        let verdict = decide_launch(sys, &ctx, &req, &mut exec_as, &mut launch);
         let exec_as = (!exec_as.as_bytes().is_empty()).then(|| exec_as.as_bytes().to_vec());
         let launch = launch.map(|l| {
             let program = exec_as.clone().unwrap_or_else(|| l.program().to_vec());

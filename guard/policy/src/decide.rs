@@ -458,7 +458,16 @@ fn inspect<S: Sys>(
 /// `..`)? Out of line: its buffer is needed only on the `/proc` route.
 #[inline(never)]
 fn is_kernel_name(at: At<'_>, kpath: &[u8]) -> bool {
-    matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath))
+    let At::Cwd(p) = at else { return false };
+    // Already normal (absolute, no empty, `.` or `..` component): compare as is.
+    if p.starts_with(b"/")
+        && p[1..]
+            .split(|&c| c == b'/')
+            .all(|c| !matches!(c, b"" | b"." | b".."))
+    {
+        return p == kpath;
+    }
+    lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath)
 }
 
 /// The canonical name the kernel is handed instead of the caller's ([`decide_launch`]), at
@@ -652,28 +661,30 @@ pub fn decide_launch<'r, S, A, E>(
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
     exec_as: &mut ExecName,
-) -> (Verdict, Option<Launch<'r, A>>)
+    launch: &mut Option<Launch<'r, A>>,
+) -> Verdict
 where
     S: Sys,
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    let mut launch = None;
+    let mut snapshot = None;
     exec_as.len = 0;
+    *launch = None;
     let mut chain = Chain::new(req);
     let sys = &mut OncePerDecision::new(sys);
-    match decide_chain(sys, ctx, req, &mut chain, &mut launch, Some(exec_as)) {
+    match decide_chain(sys, ctx, req, &mut chain, &mut snapshot, Some(exec_as)) {
         Ok(reason) => {
-            let launch = launch.map(|at: Snapshot| {
+            if let Some(at) = snapshot {
                 // The arena only grows, so what the snapshot names is still there.
                 chain.prefix = at.prefix;
                 chain.n = at.n;
                 chain.current = at.current;
-                Launch(chain)
-            });
-            (Verdict::Allow(reason), launch)
+                *launch = Some(Launch(chain));
+            }
+            Verdict::Allow(reason)
         }
-        Err(verdict) => (verdict, None),
+        Err(verdict) => verdict,
     }
 }
 
@@ -1628,7 +1639,8 @@ mod rule_tests {
             envp: row.envp,
         };
         let mut exec_as = ExecName::new();
-        let (verdict, launch) = decide_launch(&mut sys, &ctx, &req, &mut exec_as);
+        let mut launch = None;
+        let verdict = decide_launch(&mut sys, &ctx, &req, &mut exec_as, &mut launch);
         let launch: Option<Vec<Vec<u8>>> = launch.map(|l| l.argv().map(<[u8]>::to_vec).collect());
         let ok = match (&row.want, &verdict) {
             (Want::Allow, Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes().is_empty(),

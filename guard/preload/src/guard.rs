@@ -176,7 +176,8 @@ pub unsafe fn guarded_as<R>(
                 envp: &env,
             };
             let mut exec_as = ExecName::new();
-            let (verdict, launch) = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as);
+            let mut launch = None;
+            let verdict = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch);
             let name = (!exec_as.as_bytes().is_empty())
                 .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
             match verdict {
@@ -194,13 +195,13 @@ pub unsafe fn guarded_as<R>(
                     {
                         return fail(EACCES);
                     }
-                    match launch {
+                    match &launch {
                         None => run(Exec {
                             env: env.as_ptr(),
                             launch: None,
                             name,
                         }),
-                        Some(launch) => with_launch_argv(&launch, &argv, |program, new_argv| {
+                        Some(launch) => with_launch_argv(launch, &argv, |program, new_argv| {
                             run(Exec {
                                 env: env.as_ptr(),
                                 launch: Some((program, new_argv)),
@@ -584,10 +585,9 @@ pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
             envp: &no_env[..],
         };
         let mut exec_as = ExecName::new();
-        matches!(
-            decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as),
-            (Verdict::Allow(_), Some(_))
-        )
+        let mut launch = None;
+        let verdict = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch);
+        verdict.is_allow() && launch.is_some()
     })
 }
 
