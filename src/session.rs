@@ -43,14 +43,27 @@ pub fn default_policy(
         profile.as_str(),
         policy_path(&workspace)?
     );
+    let mut mutable_roots = sides.mutable_roots.clone();
     if let Some(audit) = audit {
         let audit = absolute(audit)?;
         text.push_str(&format!("audit_log = \"{}\"\n", policy_path(&audit)?));
+        // A log outside the write set joins it, as a file: every layer then treats it as
+        // written, never run (the guard refuses to load it, Landlock to execute it, the
+        // mount namespace makes it noexec).
+        let inside = |roots: &[PathBuf]| roots.iter().any(|r| audit.starts_with(r));
+        let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .any(|r| {
+                audit.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
+            });
+        if !builtin && !audit.starts_with(&workspace) && !inside(&mutable_roots) {
+            mutable_roots.push(audit);
+        }
     }
     if seal {
         text.push_str("seal = true\n");
     }
-    text.push_str(&policy_list("mutable_roots", &sides.mutable_roots)?);
+    text.push_str(&policy_list("mutable_roots", &mutable_roots)?);
     text.push_str(&policy_list("exec_dirs", &sides.exec_dirs)?);
     for rt in runtimes {
         text.push_str(&rt.to_policy()?);
@@ -134,6 +147,11 @@ fn policy_list(key: &str, paths: &[PathBuf]) -> Result<String> {
 pub struct HostSides {
     pub mutable_roots: Vec<PathBuf>,
     pub exec_dirs: Vec<PathBuf>,
+    /// The exec dirs found on `PATH`, `LD_LIBRARY_PATH` and among the toolchains, before the
+    /// user's `--exec-dir`/`--no-exec-dir` (what a first run records).
+    pub discovered: Vec<PathBuf>,
+    /// Found, but not in the operator's record: written, never run.
+    pub unrecorded: Vec<PathBuf>,
 }
 
 /// The user's changes to the discovered exec dirs (`--exec-dir`, `--no-exec-dir`).
@@ -184,16 +202,102 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
             candidates.extend(w.parent().map(Path::to_path_buf));
         }
     }
-    sides_from(&workspace, home.as_deref(), &candidates, choice)
+    let Some(home) = home else {
+        return sides_from(&workspace, None, &candidates, choice, None);
+    };
+    // Only the exec dirs the operator's record names: a toolchain directory that a session
+    // created (`~/.local/bin`, say) must not become executable for the next session.
+    let record = exec_dir_record(&home);
+    let recorded = read_exec_dir_record(&record)?;
+    let mut sides = sides_from(
+        &workspace,
+        Some(&home),
+        &candidates,
+        choice,
+        recorded.as_deref(),
+    )?;
+    match &recorded {
+        None => {
+            write_exec_dir_record(&record, &sides.discovered)?;
+            eprintln!(
+                "execguard: recorded {} exec dir(s) in {}: later sessions run programs from those alone (edit it outside a session to change them)",
+                sides.discovered.len(),
+                record.display()
+            );
+        }
+        Some(_) => {
+            for dir in &sides.unrecorded {
+                eprintln!(
+                    "execguard: notice: {} holds programs but is not in {}: in this session it is written, never run (add it there outside a session)",
+                    dir.display(),
+                    record.display()
+                );
+            }
+        }
+    }
+    // The record itself is read-only to the session, like the exec dirs.
+    if let Some(dir) = record.parent() {
+        if !sides.exec_dirs.iter().any(|e| dir.starts_with(e)) {
+            sides.exec_dirs.push(dir.to_path_buf());
+        }
+    }
+    Ok(sides)
+}
+
+/// Where the operator's exec dirs are recorded: `~/.config/execguard/exec-dirs`, one canonical
+/// directory a line. Written by the first `execguard run` (outside any session) with what it
+/// discovered, read-only inside every session.
+pub fn exec_dir_record(home: &Path) -> PathBuf {
+    home.join(".config/execguard/exec-dirs")
+}
+
+/// The recorded exec dirs; `None` when there is no record yet.
+fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
+    match std::fs::read_to_string(record) {
+        Ok(text) => Ok(Some(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(PathBuf::from)
+                .collect(),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => bail!(
+            "exec_dir_record_unreadable: {}: {e}; fix or remove it",
+            record.display()
+        ),
+    }
+}
+
+fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = record.parent().context("the record has a directory")?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut text = String::from(
+        "# Directories inside $HOME that execguard sessions may run programs from (read-only\n\
+         # inside a session). One canonical path a line; written by the first execguard run.\n",
+    );
+    for d in dirs {
+        text.push_str(&d.to_string_lossy());
+        text.push('\n');
+    }
+    std::fs::write(record, text).with_context(|| format!("cannot write {}", record.display()))
 }
 
 /// [`host_sides`] from its inputs: the canonical workspace and home, and the candidate
 /// directories (unresolved).
+/// `recorded`: the operator's record of exec dirs (`None`: no record yet, every discovered
+/// directory counts); a discovered directory it does not name is left in the write set.
 fn sides_from(
     workspace: &Path,
     home: Option<&Path>,
     candidates: &[PathBuf],
     choice: &ExecDirChoice,
+    recorded: Option<&[PathBuf]>,
 ) -> Result<HostSides> {
     let mut sides = HostSides::default();
     sides.mutable_roots.extend(home.map(Path::to_path_buf));
@@ -203,10 +307,20 @@ fn sides_from(
             .iter()
             .filter_map(|c| c.canonicalize().ok())
             .filter(|c| c.is_dir() && c.starts_with(home) && c != home)
-            .filter(|c| !c.starts_with(workspace))
+            // Neither inside the workspace nor holding it: the workspace is never executable.
+            .filter(|c| !c.starts_with(workspace) && !workspace.starts_with(c))
             .collect(),
         None => Vec::new(),
     };
+    found.sort();
+    found.dedup();
+    if let Some(recorded) = recorded {
+        let (kept, unrecorded): (Vec<PathBuf>, Vec<PathBuf>) =
+            found.into_iter().partition(|d| recorded.contains(d));
+        found = kept;
+        sides.unrecorded = unrecorded;
+    }
+    sides.discovered = found.clone();
     found.extend(canonical_dirs(&choice.add)?);
     let removed: Vec<PathBuf> = choice
         .remove
@@ -297,8 +411,7 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
     let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
-        .with_exec_dirs(policy.exec_dirs().map(path))
-        .with_append_files(policy.audit_log().map(path));
+        .with_exec_dirs(policy.exec_dirs().map(path));
     match policy.profile() {
         Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
         _ => p,
@@ -407,6 +520,13 @@ mod tests {
             Result<&'a [&'a str], &'a str>,
         );
         let rows: &[Row] = &[
+            // A directory holding the workspace would make the workspace executable.
+            (
+                &["home/src", "home/.cargo/bin"],
+                &[],
+                &[],
+                Ok(&["home/.cargo/bin"]),
+            ),
             (
                 &["home/.cargo/bin", "opt/bin", "home"],
                 &[],
@@ -439,7 +559,7 @@ mod tests {
                 remove: remove.iter().map(|p| c(p)).collect(),
             };
             let cands: Vec<PathBuf> = cands.iter().map(|p| c(p)).collect();
-            let got = sides_from(&ws, Some(&home), &cands, &choice);
+            let got = sides_from(&ws, Some(&home), &cands, &choice, None);
             match (want, got) {
                 (Ok(want), Ok(got)) => {
                     let want: Vec<PathBuf> = want.iter().map(|p| c(p)).collect();
@@ -452,12 +572,27 @@ mod tests {
                 (want, got) => panic!("{cands:?} {add:?}: want {want:?}, got {got:?}"),
             }
         }
+        // With a record, only what it names: a toolchain directory a session created is found
+        // but stays in the write set.
+        let cands = [c("home/.cargo/bin"), c("home/tools/bin")];
+        let recorded = [c("home/.cargo/bin")];
+        let got = sides_from(
+            &ws,
+            Some(&home),
+            &cands,
+            &ExecDirChoice::default(),
+            Some(&recorded),
+        )
+        .unwrap();
+        assert_eq!(got.exec_dirs, vec![c("home/.cargo/bin")]);
+        assert_eq!(got.unrecorded, vec![c("home/tools/bin")]);
         // Without a home nothing is discovered.
         let got = sides_from(
             &ws,
             None,
             &[c("home/.cargo/bin")],
             &ExecDirChoice::default(),
+            None,
         );
         assert_eq!(got.unwrap(), HostSides::default());
     }

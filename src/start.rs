@@ -34,9 +34,8 @@ pub fn announce_default_log(log: &[u8]) {
 
 /// Opens (creating) the audit log the way the guard will, as this user, so a log that cannot
 /// be written is refused at start rather than at the first refusal. In a sealed session the
-/// kernel lets the session write only beneath the write set (docs/write-set.md), so the log
-/// must lie there (never on the execute side: a file both writable and executable is what
-/// the partition exists to prevent).
+/// log must lie in the write set (the default policy puts it there): a file the session can
+/// write must never be on the execute side.
 pub fn check_audit_log(policy: &Policy<'_>, log: &[u8]) -> Result<()> {
     let shown = String::from_utf8_lossy(log);
     match execguard_os::audit::open_log(log) {
@@ -59,7 +58,7 @@ pub fn check_audit_log(policy: &Policy<'_>, log: &[u8]) -> Result<()> {
             .is_none()
         {
             bail!(
-                "audit_unwritable: the audit log {shown} lies outside the session's write set, which is all a sealed session may write; name a file in the workspace, $HOME or /tmp with --audit"
+                "audit_unwritable: the audit log {shown} lies outside the write set of the policy, which is all a sealed session may write; add it to mutable_roots or name a file in the workspace, $HOME or /tmp"
             );
         }
     }
@@ -80,9 +79,7 @@ pub fn audit_first_command(
         return Ok(());
     };
     let (decision, reason, path) = match verdict {
-        Verdict::Allow(reason)
-            if policy.audit_allow() || *reason == execguard_policy::Reason::Breakglass =>
-        {
+        Verdict::Allow(reason) if policy.audit_allow() || *reason == Reason::Breakglass => {
             (Decision::Allow, *reason, target)
         }
         Verdict::Deny { reason, path, .. } => (Decision::Deny, *reason, path.as_bytes()),
@@ -107,22 +104,35 @@ pub fn audit_first_command(
     })
 }
 
-/// The operator's home directories, canonical: `$HOME` and the password database's entry for
-/// this uid (they differ under `sudo`).
+/// The home directory of a password-database entry, if any.
+fn passwd_home(pw: *const libc::passwd) -> Option<PathBuf> {
+    // SAFETY: `pw` is NULL or points at the entry getpwuid/getpwnam returned, valid until the
+    // next getpw* call; the directory string is copied out at once.
+    unsafe {
+        if pw.is_null() || (*pw).pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr((*pw).pw_dir);
+        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+    }
+}
+
+/// The operator's home directories, canonical: `$HOME`, the password entry of this uid (they
+/// differ under `sudo -E` or a changed `HOME`), and under `sudo` the invoking user's
+/// (`SUDO_USER`), whose home `sudo image run` would otherwise mount read-write.
 pub fn operator_homes() -> Vec<PathBuf> {
     let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
         .into_iter()
         .collect();
-    // SAFETY: getuid has no preconditions; getpwuid returns NULL or a pointer to a static
-    // entry that stays valid until the next getpw* call, and is read at once.
-    unsafe {
-        let pw = libc::getpwuid(libc::getuid());
-        if !pw.is_null() && !(*pw).pw_dir.is_null() {
-            let dir = std::ffi::CStr::from_ptr((*pw).pw_dir);
-            homes.push(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())));
-        }
+    // SAFETY: getuid has no preconditions; getpwuid takes a plain integer.
+    homes.extend(passwd_home(unsafe { libc::getpwuid(libc::getuid()) }));
+    if let Some(user) =
+        std::env::var_os("SUDO_USER").and_then(|u| std::ffi::CString::new(u.as_bytes()).ok())
+    {
+        // SAFETY: `user` is a NUL-terminated string that outlives the call.
+        homes.extend(passwd_home(unsafe { libc::getpwnam(user.as_ptr()) }));
     }
     homes
         .into_iter()

@@ -193,3 +193,55 @@ fn the_reader_survives_fragments() {
     assert!(o.stdout.contains(": 3 records\n"), "{o}");
     assert!(o.stderr.contains("audit_foreign: 1 lines"), "{o}");
 }
+
+/// The concurrent-audit storm on a disk that fills up under it: 6 processes of 4 threads
+/// refused 40 times each. Every exec is refused, every record that made it is whole (a writer
+/// whose write was cut short takes its bytes back before anyone else can append: the disk is
+/// full until it does).
+#[test]
+fn a_storm_on_a_full_disk_leaves_only_whole_records() {
+    if !require_root("mounting a 64 KiB tmpfs") {
+        return;
+    }
+    for who in identities() {
+        let label = who.label();
+        let f = Fixture::new("audit-full-storm");
+        let disk = SmallDisk::mount(f.base.join("disk"));
+        who.own(&disk.0);
+        let log = disk.0.join("audit.jsonl");
+        let policy = f.strict().replace(s(&f.audit), s(&log));
+        let (procs, threads, iterations) = (6, 4, 40);
+        let children: Vec<_> = (0..procs)
+            .map(|_| {
+                let mut cmd = f.guarded(&policy, &tools().probe);
+                cmd.args([
+                    "--threads",
+                    &threads.to_string(),
+                    "--iterations",
+                    &iterations.to_string(),
+                    "storm",
+                    s(&f.payload),
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+                who.apply(&mut cmd);
+                cmd.spawn().unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains(&format!("eacces={} other=0", threads * iterations)),
+                "{label}: {text}"
+            );
+        }
+        let kept = assert_whole(&log, &label);
+        assert!(kept > 0, "{label}");
+        assert!(
+            kept < procs * threads * iterations,
+            "{label}: the disk never filled up"
+        );
+        drop(disk);
+    }
+}

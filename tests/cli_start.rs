@@ -172,12 +172,9 @@ fn an_audit_log_that_cannot_be_written_is_refused_at_start() {
         let dir = dir_for(&who, &f.tmp, "logs");
         let fifo = dir.join("fifo");
         mkfifo(&fifo);
-        // Writable, but outside the write set: the sealed session could not append to it.
-        let outside = dir_for(&who, &f.base, "outside").join("audit.jsonl");
         for bad in [
             dir.clone(),
             fifo,
-            outside,
             PathBuf::from("/proc/self/execguard-audit.jsonl"),
             dir.join("missing/audit.jsonl"),
         ] {
@@ -236,6 +233,16 @@ fn broad_and_non_directory_workspaces_are_refused() {
             assert_eq!(o.code, Some(2), "{label} image run {}\n{o}", ws.display());
             assert!(o.stderr.contains(code), "{label} {}\n{o}", ws.display());
             assert!(!o.stdout.contains("type=bind"), "{label}\n{o}");
+        }
+        // Under sudo, the invoking user's home is the operator's too.
+        if let Identity::User(u) = who {
+            let o = run(cli(&f, &Identity::Current)
+                .env("SUDO_USER", &u.name)
+                .args(["run", "--workspace"])
+                .arg(&u.home)
+                .args(["--", "true"]));
+            assert_eq!(o.code, Some(2), "sudo\n{o}");
+            assert!(o.stderr.contains("workspace_too_broad"), "sudo\n{o}");
         }
         // The default workspace (the current directory) is checked too.
         let o = run(cli(&f, &who)
@@ -336,5 +343,35 @@ fn a_closed_stdout_is_a_normal_end() {
             );
             assert!(!stderr.contains("panicked"), "{label} {cmd:?}\n{stderr}");
         }
+    }
+}
+
+/// The sealed session may append to its audit log, so the log must never be a way to run a
+/// written file: written with a program, made executable, it is refused by the guard and by
+/// the kernel (a static caller's raw execve). (A log outside the write set would be writable
+/// beneath an executable ancestor; it is refused at start, above.)
+#[test]
+fn the_audit_log_never_becomes_a_program() {
+    let wx = compile(&support_dir(), "wx.c", "wx-static", &["-static"]);
+    for who in identities() {
+        let label = who.label();
+        let f = Fixture::new("start-log-exec");
+        let log = dir_for(&who, &f.tmp, "logs").join("audit.jsonl");
+        let script = format!(
+            "cat {argv} > {log}; chmod +x {log}; {log} from-shell; {wx} exec {log}; echo done",
+            argv = s(&tools().argv),
+            log = s(&log),
+            wx = s(&wx)
+        );
+        let o = run(cli(&f, &who)
+            .args(["run", "--audit"])
+            .arg(&log)
+            .args(["--", "sh", "-c", &script]));
+        assert!(o.stdout.contains("done"), "{label}\n{o}");
+        assert!(!o.ran(), "{label}: the audit log ran as a program\n{o}");
+        assert!(
+            o.stdout.contains("FAILED"),
+            "{label}: the raw execve must fail\n{o}"
+        );
     }
 }

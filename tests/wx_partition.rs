@@ -294,6 +294,7 @@ fn the_seccomp_filter_answers_as_documented() {
             ("umount2", libc::EPERM),
             ("open_tree", libc::EPERM),
             ("fsopen", libc::EPERM),
+            ("open_by_handle_at", libc::EPERM),
             ("x32_unshare_user", libc::EPERM),
             ("x32_memfd", libc::EPERM),
             ("memfd_plain", libc::EPERM),
@@ -476,5 +477,141 @@ fn a_nested_session_keeps_the_outer_mounts() {
         assert!(!all.contains("notice"), "[{label}] {all}");
         assert!(all.contains("failed to map segment"), "[{label}] {all}");
         assert!(!all.contains("ARGV"), "[{label}] {all}");
+    }
+}
+
+/// An audit log outside the write set is appended to by the guard, and is still written, never
+/// run: code the session writes into it does not execute (a static caller, not the guard).
+#[test]
+fn an_audit_log_outside_the_write_set_is_written_never_run() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "audit-outside");
+        let log = w.owned.join("audit.jsonl");
+        let script = format!(
+            "cat {payload} > {log} && chmod +x {log} && {wx} exec {log}; /lib64/ld-linux-x86-64.so.2 {log} 2>/dev/null; cp /bin/true ./x; ./x",
+            payload = s(&tools().argv),
+            log = s(&log),
+            wx = s(&wx)
+        );
+        let out = w.session(&["--audit", s(&log)], &script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        assert_eq!(
+            stdout,
+            "FAILED execve 13\n",
+            "[{label}] {}",
+            text(&out.stderr)
+        );
+        let records = std::fs::read(&log).unwrap();
+        let records = String::from_utf8_lossy(&records);
+        assert!(
+            records.contains("\"reason\":\"mutable_native\""),
+            "[{label}] the guard still appends: {records}"
+        );
+    }
+}
+
+/// The devices a session writes (null, random, a new pty) stay writable; a disk does not, even
+/// for root (written raw, it would change programs outside the write set). The disk is only
+/// opened for writing, never written.
+#[test]
+fn devices_a_session_writes_and_no_others() {
+    let disk = std::fs::read_dir("/sys/class/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| PathBuf::from("/dev").join(e.file_name()))
+        .find(|d| d.exists());
+    for who in identities() {
+        let w = World::new(who, "devices");
+        let mut script = String::from(
+            "echo x > /dev/null && echo NULL_OK; \
+             head -c1 /dev/urandom > /dev/null && echo URANDOM_OK; \
+             /usr/bin/python3 -c \"import os, pty; m, s = pty.openpty(); os.write(s, b'hi'); print('PTY_OK', os.read(m, 2))\"; ",
+        );
+        if let Some(disk) = &disk {
+            script.push_str(&format!(
+                "/usr/bin/python3 -c \"import os\ntry:\n    os.close(os.open('{}', os.O_WRONLY)); print('DISK_WRITABLE')\nexcept OSError as e:\n    print('DISK_REFUSED', e.errno)\"",
+                s(disk)
+            ));
+        }
+        let out = w.session(&[], &script);
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        for must in ["NULL_OK", "URANDOM_OK", "PTY_OK b'hi'"] {
+            assert!(
+                stdout.contains(must),
+                "[{label}] {must}\n{stdout}\n{}",
+                text(&out.stderr)
+            );
+        }
+        match &disk {
+            Some(_) => assert!(
+                stdout.contains(&format!("DISK_REFUSED {}", libc::EACCES)),
+                "[{label}] {stdout}"
+            ),
+            None => execguard_testkit::skip("a raw disk write (no block device on this machine)"),
+        }
+    }
+}
+
+/// A toolchain directory one session creates does not become an exec dir of the next: the
+/// exec dirs are those the operator's record names (written by the first run, read-only in
+/// every session). Red-team finding: `~/.cargo/bin` planted by session 1 ran in session 2.
+#[test]
+fn a_toolchain_dir_a_session_creates_never_runs_later() {
+    for who in identities() {
+        let w = World::new(who, "record");
+        let record = w.home.join(".config/execguard/exec-dirs");
+        // The first session records what exists now (~/.local/bin).
+        let out = w.session(&[], "true");
+        assert!(
+            out.status.success(),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
+        let recorded = std::fs::read_to_string(&record).unwrap();
+        assert!(recorded.contains(s(&w.local_bin)), "{recorded}");
+        let planted = w.home.join(".cargo/bin/planted");
+        let plant = format!(
+            "mkdir -p {dir} && cp {payload} {planted} && chmod +x {planted}; echo '{bin}' >> {record}; echo record=$?",
+            dir = s(planted.parent().unwrap()),
+            payload = s(&tools().argv),
+            planted = s(&planted),
+            bin = s(planted.parent().unwrap()),
+            record = s(&record),
+        );
+        let out = w.session(&[], &plant);
+        let stdout = text(&out.stdout);
+        assert!(planted.exists(), "[{}] {}", who.label(), text(&out.stderr));
+        assert!(
+            !stdout.contains("record=0"),
+            "[{}] the session wrote the record",
+            who.label()
+        );
+        // The next session finds ~/.cargo/bin, but it is not recorded: written, never run.
+        let again = w.session(&[], &format!("{}; echo rc=$?", s(&planted)));
+        let (stdout, stderr) = (text(&again.stdout), text(&again.stderr));
+        assert!(
+            stdout.contains("rc=126"),
+            "[{}] {stdout}\n{stderr}",
+            who.label()
+        );
+        assert!(
+            !stdout.contains("ARGV"),
+            "[{}] the planted program ran",
+            who.label()
+        );
+        assert!(stderr.contains("is not in"), "[{}] {stderr}", who.label());
+        // The recorded one still runs.
+        let out = w.session(&[], "mytool ok");
+        assert!(
+            out.status.success() && text(&out.stdout).contains("ARGV"),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
     }
 }

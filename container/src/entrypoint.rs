@@ -106,44 +106,11 @@ fn refuse(r: &Refusal) -> i32 {
     EXIT_REFUSED
 }
 
-/// [`refuse`], and a record in the image policy's audit log (the one schema: tool
-/// `entrypoint`, entry `start`), so a session that never started leaves a trace. Without a
-/// readable policy there is no log to write to; a record that cannot be written is said.
+/// [`refuse`], and a record in the image policy's audit log (tool `entrypoint`, entry
+/// `start`), so a session that never started leaves a trace.
 fn refuse_audited(paths: &Paths, args: &[OsString], r: &Refusal) -> i32 {
-    use std::os::unix::ffi::OsStrExt;
     let code = refuse(r);
-    let Ok(loaded) = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None)
-    else {
-        return code;
-    };
-    let policy = loaded.policy();
-    let Some(log) = policy.audit_log() else {
-        return code;
-    };
-    // Policy paths are absolute; below a test root they are re-rooted there.
-    let log = paths
-        .root
-        .join(OsStr::from_bytes(log.strip_prefix(b"/").unwrap_or(log)));
-    let mut target = NAME.as_bytes().to_vec();
-    for a in args {
-        target.push(b' ');
-        target.extend_from_slice(a.as_bytes());
-    }
-    let record = execguard_os::audit::stamp(
-        "entrypoint",
-        "start",
-        execguard_policy::audit::Decision::Deny,
-        r.code,
-        Some(policy.profile()),
-        r.detail.as_bytes(),
-        &target,
-    );
-    if execguard_os::audit::append(log.as_os_str().as_bytes(), &record).is_err() {
-        eprintln!(
-            "{NAME}: warning: audit_unwritable: the refusal could not be recorded in {}",
-            log.display()
-        );
-    }
+    crate::audit::record_refusal(paths, "entrypoint", "start", r.code, &r.detail, args);
     code
 }
 

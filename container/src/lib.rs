@@ -19,6 +19,7 @@
 //! root inside a private mount and PID namespace with a throw-away root file system.
 
 pub mod allowlist;
+pub mod audit;
 pub mod chain;
 pub mod entrypoint;
 pub mod env;

@@ -114,6 +114,10 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
         Ok(a) => a,
         Err(e) => {
             eprintln!("{NAME}: {e}");
+            // The agent asked for something the session forbids: the trace outlives it.
+            let detail = e.to_string();
+            let detail = detail.split_once(": ").map_or(&detail[..], |(_, d)| d);
+            crate::audit::record_refusal(paths, "provider", "wrapper", e.code(), detail, args);
             return EXIT_REFUSED;
         }
     };

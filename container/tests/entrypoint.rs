@@ -538,17 +538,34 @@ fn the_provider_chain_prepends_managed_arguments_and_pins_the_environment() {
     );
 
     let root = Rootfs::new("provider-refused");
-    for (args, code) in [
+    // An image policy naming an audit log: every refusal is recorded in the one schema.
+    write_mode(
+        &root.dir.join("etc/execguard/policy.toml"),
+        "version = 1\nprofile = \"strict\"\naudit_log = \"/state/audit.jsonl\"\n",
+        0o644,
+    );
+    let refused = [
         (&["--dangerously-skip-permissions"][..], "dangerous_flag"),
         (&["mcp", "add", "x", "--", "sh"][..], "refused_subcommand"),
         (&["--permission-mode", "plan"][..], "managed_flag"),
-    ] {
+    ];
+    for (args, code) in refused {
         let out = root.run(&root.env("claude"), args);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.starts_with(&format!("execguard-provider: refused {code}: ")),
             "{args:?}: {stderr}"
+        );
+    }
+    let log = std::fs::read_to_string(root.dir.join("state/audit.jsonl")).unwrap_or_default();
+    assert_eq!(log.lines().count(), refused.len(), "{log}");
+    for (line, (_, code)) in log.lines().zip(refused) {
+        assert!(
+            line.contains(&format!(
+                ",\"tool\":\"provider\",\"entry\":\"wrapper\",\"decision\":\"deny\",\"reason\":\"{code}\","
+            )),
+            "{line}"
         );
     }
 }

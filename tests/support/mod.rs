@@ -126,7 +126,10 @@ pub fn compile(dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
         .join("tests/support")
         .join(src);
     let dst = dir.join(out);
-    let tmp = dir.join(format!("{out}.{}.tmp", std::process::id()));
+    // Unique per call: tests of one binary may compile the same file at once.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!("{out}.{}.{n}.tmp", std::process::id()));
     let status = Command::new("cc")
         .args(["-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
         .args(extra)

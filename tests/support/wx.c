@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
         printf("umount2 %ld\n", try(syscall(SYS_umount2, "/nonexistent-wx", 0)));
         printf("open_tree %ld\n", try(syscall(SYS_open_tree, AT_FDCWD, "/", 0)));
         printf("fsopen %ld\n", try(syscall(SYS_fsopen, "tmpfs", 0)));
+        printf("open_by_handle_at %ld\n", try(syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0)));
         printf("x32_unshare_user %ld\n", try(syscall(X32 | SYS_unshare, CLONE_NEWUSER)));
         printf("x32_memfd %ld\n", try(syscall(X32 | SYS_memfd_create, "wx", 0)));
         printf("memfd_plain %ld\n", try(syscall(SYS_memfd_create, "wx", 0)));

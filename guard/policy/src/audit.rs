@@ -8,7 +8,7 @@
 //! | --- | --- | --- |
 //! | `time` | number | seconds since the epoch, nanosecond fraction |
 //! | `pid`, `uid` | number | the process that decided, and its real uid |
-//! | `tool` | string | who decided: `guard`, `git`, `node`, `entrypoint`, `run` |
+//! | `tool` | string | who decided: `guard`, `git`, `node`, `entrypoint`, `provider`, `run` |
 //! | `entry` | string | the entry point (`execve`, `posix_spawn`, ...), `wrapper`, `start` |
 //! | `decision` | string | `allow`, `deny`, or `notice` (an event, e.g. a session start) |
 //! | `reason` | string | the stable reason code of the tool that decided |
@@ -49,7 +49,7 @@ pub struct Record<'a> {
     pub time: (u64, u32),
     pub pid: i32,
     pub uid: u32,
-    /// Who decided: `guard`, `git`, `node`, `entrypoint`, `run`.
+    /// Who decided: `guard`, `git`, `node`, `entrypoint`, `provider`, `run`.
     pub tool: &'a str,
     /// The entry point (`execve`, `posix_spawn`, ...), `wrapper`, or `start`.
     pub entry: &'a str,

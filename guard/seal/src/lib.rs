@@ -77,6 +77,19 @@ pub const WRITE_RIGHTS: &[&str] = &[
     "ioctl_dev",
 ];
 
+/// The device files a session may write (`/dev/pts` with every terminal beneath it). Other
+/// devices are read-only in a session: a disk or `/dev/mem` written would change programs.
+pub const WRITABLE_DEVICES: [&str; 8] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
 fn abi_of(abi: i64) -> ABI {
     ABI::from(i32::try_from(abi).unwrap_or(i32::MAX))
 }
@@ -192,13 +205,9 @@ pub struct Partition {
     pub write_set: Vec<PathBuf>,
     /// Directories inside the write set that stay executable and become read-only.
     pub exec_dirs: Vec<PathBuf>,
-    /// Directories inside the write set granted both rights: the workspace of the
-    /// `development` and `build` profiles (reduced assurance, reported).
+    /// Write-set roots granted both rights: the workspace of the `development` and `build`
+    /// profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
-    /// Existing files outside the write set that the session appends to (the audit log the
-    /// guard writes): granted the file write rights alone, so they can be neither executed
-    /// nor replaced.
-    pub append_files: Vec<PathBuf>,
 }
 
 impl Partition {
@@ -229,17 +238,6 @@ impl Partition {
             let d = d.canonicalize().unwrap_or(d);
             if !self.both.contains(&d) {
                 self.both.push(d);
-            }
-        }
-        self
-    }
-
-    /// Files to append to; those in the write set need no rule of their own.
-    pub fn with_append_files(mut self, files: impl IntoIterator<Item = PathBuf>) -> Self {
-        for f in files {
-            let f = f.canonicalize().unwrap_or(f);
-            if !self.in_write_set(&f) && !self.append_files.contains(&f) {
-                self.append_files.push(f);
             }
         }
         self
@@ -288,8 +286,11 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let namespace = match options.mounts {
         MountsMode::Off => None,
         _ if inherited => None,
-        mode => match mounts::isolate(partition) {
-            Ok(ns) => Some(ns),
+        // A namespace cannot be left once entered: try it in a child first, so a kernel or
+        // LSM that refuses part of it (Ubuntu's restricted user namespaces) never leaves this
+        // process half inside one. Once the probe passed, a failure here is a refusal.
+        mode => match mounts::probe(partition) {
+            Ok(()) => Some(mounts::isolate(partition)?),
             Err(e) if mode == MountsMode::Required => return Err(e),
             Err(e) => {
                 eprintln!("execguard: notice: mappings of written files are refused only by the guard, not by a noexec mount ({e})");
@@ -348,7 +349,8 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
     let write = write_rights(abi);
     let file_rights = AccessFs::from_file(abi_of(abi));
     let mut out = Vec::new();
-    // Execute: everything outside the write set, plus the exec dirs.
+    // Execute: everything outside the write set (a file root, the audit log, included: a
+    // file the session writes is never executable, wherever it lies), plus the exec dirs.
     for path in grants(&partition.write_set) {
         out.push(Grant {
             path,
@@ -373,9 +375,21 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             .filter(|e| e.starts_with(root))
             .cloned()
             .collect();
-        if root == Path::new("/dev") || root.is_file() {
-            // Device files are written, never made or removed by a session (/dev/shm, its own
-            // root, keeps every right); a file root (the audit log) takes only file rights.
+        if root == Path::new("/dev") {
+            // The devices a session writes, and no others: a writable disk (root may write
+            // /dev/vda) would rewrite programs outside the write set. Never made or removed
+            // (/dev/shm, its own root, keeps every right).
+            for dev in WRITABLE_DEVICES {
+                out.push(Grant {
+                    path: PathBuf::from(dev),
+                    access: write & file_rights,
+                    side: "write",
+                });
+            }
+            continue;
+        }
+        if root.is_file() {
+            // A file root takes only file rights.
             out.push(Grant {
                 path: root.clone(),
                 access: write & file_rights,
@@ -409,13 +423,6 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
             path: dir.clone(),
             access: write | AccessFs::Execute,
             side: "both",
-        });
-    }
-    for file in &partition.append_files {
-        out.push(Grant {
-            path: file.clone(),
-            access: write & file_rights,
-            side: "append",
         });
     }
     out
@@ -650,7 +657,8 @@ mod tests {
                     "write" => {
                         assert!(in_w, "{}", g.path.display());
                         assert!(!g.access.contains(AccessFs::Execute));
-                        if g.path == Path::new("/dev") {
+                        if g.path.starts_with("/dev") && !g.path.starts_with("/dev/shm") {
+                            assert!(WRITABLE_DEVICES.contains(&g.path.to_str().unwrap()));
                             assert!(!g.access.contains(AccessFs::MakeReg));
                             assert!(g.access.contains(AccessFs::WriteFile));
                         } else if g.path.is_dir() {
@@ -672,8 +680,27 @@ mod tests {
             }
             assert!(plan
                 .iter()
+                .any(|g| g.side == "write" && g.path == Path::new("/dev/null")));
+            assert!(!plan
+                .iter()
                 .any(|g| g.side == "write" && g.path == Path::new("/dev")));
         }
+        // A file root outside every directory root (the audit log): file write rights, and
+        // no execute grant at or above it.
+        let outside = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let log = outside.path().canonicalize().unwrap().join("audit.jsonl");
+        std::fs::write(&log, b"").unwrap();
+        let mut with_log = p.clone();
+        with_log.write_set.push(log.clone());
+        let plan_log = plan(&with_log, 7, true);
+        let g = plan_log
+            .iter()
+            .find(|g| g.side == "write" && g.path == log)
+            .unwrap();
+        assert!(g.access.contains(AccessFs::WriteFile) && !g.access.contains(AccessFs::Execute));
+        assert!(!plan_log
+            .iter()
+            .any(|g| g.access.contains(AccessFs::Execute) && log.starts_with(&g.path)));
         let dev = p.clone().with_both([home.join("ws")]);
         let plan = plan(&dev, 7, true);
         let ws = plan.iter().find(|g| g.side == "both").unwrap();

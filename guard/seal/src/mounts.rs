@@ -181,6 +181,68 @@ fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
     })
 }
 
+/// Tries [`isolate`] in a forked child and reports how it went, leaving this process as it
+/// was. The caller must be single-threaded (as for [`isolate`]).
+pub fn probe(partition: &Partition) -> Result<(), SealError> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(fail("pipe2", Path::new("/")));
+    }
+    // SAFETY: this process is single-threaded (the caller's contract), so the child may run
+    // ordinary Rust code, allocation included, before it exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: the child's copy of the read end is not used.
+        unsafe { libc::close(fds[0]) };
+        let code = match isolate(partition) {
+            Ok(_) => 0,
+            Err(e) => {
+                let msg = e.to_string();
+                // SAFETY: writes the message from a live buffer to the pipe's write end.
+                unsafe { libc::write(fds[1], msg.as_ptr().cast(), msg.len()) };
+                1
+            }
+        };
+        // SAFETY: _exit ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    // SAFETY: the parent's copy of the write end is not used.
+    unsafe { libc::close(fds[1]) };
+    if pid < 0 {
+        // SAFETY: closes the read end made above.
+        unsafe { libc::close(fds[0]) };
+        return Err(fail("fork", Path::new("/")));
+    }
+    let mut msg = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        // SAFETY: reads into a live buffer of the stated size.
+        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        msg.extend_from_slice(&buf[..n as usize]);
+    }
+    // SAFETY: closes the read end made above.
+    unsafe { libc::close(fds[0]) };
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        return Ok(());
+    }
+    Err(SealError::Noexec {
+        detail: if msg.is_empty() {
+            format!("the namespace probe ended with status {status}")
+        } else {
+            String::from_utf8_lossy(&msg)
+                .trim_start_matches("noexec_unavailable: ")
+                .to_string()
+        },
+    })
+}
+
 /// Makes the private namespace and its mounts (see the module). The caller must be
 /// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
 /// entered again afterwards, so it is seen through the new mounts.
@@ -213,7 +275,6 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     // Nothing made here may reach the parent namespace.
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
 
-    let exists = |p: &&PathBuf| p.is_dir();
     // A file root (the audit log) is bind-mounted as a file.
     let mut roots: Vec<&PathBuf> = partition
         .write_set
@@ -221,7 +282,7 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
         .filter(|p| p.is_dir() || p.is_file())
         .collect();
     roots.sort_by_key(|p| p.as_os_str().len());
-    let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(exists).collect();
+    let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(|p| p.is_dir()).collect();
     // The exec dirs keep the flags of the mount they are on now (locked ones included).
     let exec_flags: Vec<libc::c_ulong> = exec_dirs
         .iter()
@@ -242,7 +303,9 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
             flags |= libc::MS_NODEV;
         }
         if both(point) {
-            continue; // a reduced profile's workspace keeps exec
+            // A reduced profile's workspace (a root itself, bound above with the flags it had)
+            // keeps exec.
+            continue;
         }
         mount(
             None,
@@ -250,18 +313,6 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
             libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_NOEXEC,
         )?;
         noexec.push(point.clone());
-    }
-    // A reduced profile's workspace inside a noexec root: its own mount, exec allowed.
-    for dir in partition.both.iter().filter(|p| p.is_dir()) {
-        if roots.iter().any(|r| dir.starts_with(r)) {
-            let keep = kept_flags(dir)? & !libc::MS_NOEXEC;
-            mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
-            mount(
-                None,
-                dir,
-                libc::MS_REMOUNT | libc::MS_BIND | keep | libc::MS_NOSUID | libc::MS_NODEV,
-            )?;
-        }
     }
     let mut read_only = Vec::new();
     for (dir, flags) in exec_dirs.iter().zip(exec_flags) {

@@ -55,6 +55,9 @@ const REFUSED: &[(i64, &str)] = &[
     (libc::SYS_finit_module, "finit_module"),
     (libc::SYS_kexec_load, "kexec_load"),
     (libc::SYS_kexec_file_load, "kexec_file_load"),
+    // Reopens a file by handle through any mount fd (say `/`): root (CAP_DAC_READ_SEARCH)
+    // would get past the noexec and read-only binds of the session's mount namespace.
+    (libc::SYS_open_by_handle_at, "open_by_handle_at"),
 ];
 
 #[cfg(target_arch = "x86_64")]
