@@ -76,6 +76,7 @@ fn benches(c: &mut Criterion) {
             b.iter(|| {
                 let req = Request {
                     target: Target::Path(path),
+                    given_name: None,
                     argv: &argv[..],
                     envp: &env[..],
                 };

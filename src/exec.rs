@@ -1,29 +1,13 @@
 //! Deciding a command line with the same engine and OS view as the guard.
 
 use execguard_os::LibcSys;
-use execguard_policy::path::PathBuf as PathBytes;
 use execguard_policy::sys::Sys;
-use execguard_policy::{decide_launch, Context, Policy, Request, RuntimeIds, Target, Verdict};
+use execguard_policy::{
+    decide_launch, path_candidates, search_goes_on, Context, ExecName, Policy, Request, RuntimeIds,
+    Target, Verdict,
+};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-
-/// The file an `execvp` of `program` would start first: `program` itself when it has a `/`,
-/// else the first executable regular file in PATH (default `/bin:/usr/bin`).
-pub fn resolve_program(program: &[u8], path_var: Option<&[u8]>) -> Option<Vec<u8>> {
-    if program.is_empty() {
-        return None;
-    }
-    if program.contains(&b'/') {
-        return Some(program.to_vec());
-    }
-    let search = path_var.unwrap_or(execguard_policy::decide::DEFAULT_PATH);
-    search.split(|&c| c == b':').find_map(|dir| {
-        let candidate = PathBytes::join(dir, program).ok()?;
-        LibcSys
-            .is_executable(candidate.as_bytes())
-            .then(|| candidate.as_bytes().to_vec())
-    })
-}
 
 /// The outcome of deciding a command line.
 pub struct Decision {
@@ -61,14 +45,6 @@ pub fn decide_command(
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_bytes());
     let program = argv_refs.first().copied().unwrap_or(b"");
-    let Some(target) = resolve_program(program, path_var) else {
-        return Decision {
-            verdict: Verdict::Kernel(execguard_policy::sys::ENOENT),
-            target: program.to_vec(),
-            program: program.to_vec(),
-            launch: None,
-        };
-    };
     let mut sys = LibcSys;
     let runtimes = RuntimeIds::resolve(&mut sys, policy);
     let ctx = Context {
@@ -76,27 +52,58 @@ pub fn decide_command(
         runtimes: &runtimes,
         self_lib,
     };
-    let req = Request {
-        target: Target::Path(&target),
-        argv: &argv_refs[..],
-        envp: &env_refs[..],
+    let decide_one = |sys: &mut LibcSys, target: &[u8]| {
+        let req = Request {
+            target: Target::Path(target),
+            given_name: None,
+            argv: &argv_refs[..],
+            envp: &env_refs[..],
+        };
+        let mut exec_as = Box::new(ExecName::new());
+        let mut launch = None;
+        let verdict = decide_launch(sys, &ctx, &req, &mut exec_as, &mut launch);
+        let exec_as = (!exec_as.as_bytes().is_empty()).then(|| exec_as.as_bytes().to_vec());
+        let launch = launch.map(|l| {
+            let program = exec_as.clone().unwrap_or_else(|| l.program().to_vec());
+            (program, l.argv().map(<[u8]>::to_vec).collect())
+        });
+        Decision {
+            verdict,
+            program: match (&launch, exec_as) {
+                (None, Some(name)) => name,
+                _ => target.to_vec(),
+            },
+            target: target.to_vec(),
+            launch,
+        }
     };
-    let mut exec_as = Box::new(PathBytes::new());
-    let (verdict, launch) = decide_launch(&mut sys, &ctx, &req, &mut exec_as);
-    let exec_as = (!exec_as.as_bytes().is_empty()).then(|| exec_as.as_bytes().to_vec());
-    let launch = launch.map(|l| {
-        let program = exec_as.clone().unwrap_or_else(|| l.program().to_vec());
-        (program, l.argv().map(<[u8]>::to_vec).collect())
-    });
-    Decision {
-        verdict,
-        program: match (&launch, exec_as) {
-            (None, Some(name)) => name,
-            _ => target.clone(),
-        },
-        target,
-        launch,
+    if program.contains(&b'/') {
+        return decide_one(&mut sys, program);
     }
+    // The PATH search as the guard's execvp does it (the engine's one candidate list): a
+    // candidate that is refused or missing is skipped; the first refusal is the answer when
+    // nothing runs.
+    let mut refused = None;
+    if !program.is_empty() {
+        for candidate in path_candidates(path_var, program) {
+            if !sys.is_executable(candidate.as_bytes()) {
+                continue;
+            }
+            let decision = decide_one(&mut sys, candidate.as_bytes());
+            match &decision.verdict {
+                Verdict::Deny { errno, .. } | Verdict::Kernel(errno) if search_goes_on(*errno) => {
+                    refused = refused.or(Some(decision));
+                }
+                _ => return decision,
+            }
+        }
+    }
+    refused.unwrap_or_else(|| Decision {
+        verdict: Verdict::Kernel(execguard_policy::sys::ENOENT),
+        target: program.to_vec(),
+        program: program.to_vec(),
+        launch: None,
+    })
 }
 
 pub fn lossy(b: &[u8]) -> String {

@@ -101,9 +101,9 @@ proptest! {
 /// The document generator reaches every key, accepted.
 #[test]
 fn every_policy_key_is_known_to_the_parser_and_the_invariant() {
-    let doc = "version = 1\nprofile = \"strict\"\nworkspace = \"/w\"\nmutable_roots = [\"/srv/a\"]\nexec_dirs = [\"/w/bin\"]\nallow_commands = [\"ls\"]\naudit_log = \"/srv/a/log\"\naudit_allow = true\nruntime_profile = \"/run/p\"\nseal = true\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/usr/lib/w\"\n";
+    let doc = "version = 1\nprofile = \"strict\"\nworkspace = \"/w\"\nmutable_roots = [\"/srv/a\"]\nexec_dirs = [\"/w/bin\"]\nallow_commands = [\"ls\"]\naudit_log = \"/srv/a/log\"\naudit_allow = true\nruntime_profile = \"/run/p\"\nseal = true\nown_loaders = [\"valgrind\"]\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/usr/lib/w\"\n";
     let p = Policy::parse(doc.as_bytes()).expect("every key with a valid value parses");
-    assert!(p.seal() && p.exec_dirs().count() == 1);
+    assert!(p.seal() && p.exec_dirs().count() == 1 && p.own_loaders().count() == 1);
     invariants::policy(doc.as_bytes());
     let t: toml::Table = toml::from_str(doc).unwrap();
     for k in t.keys() {

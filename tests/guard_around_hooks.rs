@@ -172,3 +172,44 @@ fn an_interposer_after_the_guard_still_finds_the_next_definition() {
         o.assert_ran();
     }
 }
+
+/// posix_spawn file actions run in the child before its exec: the guard decides what the
+/// child will reach, not what the name means in the parent, both ways round.
+#[test]
+fn posix_spawn_is_decided_on_what_the_child_will_see() {
+    for who in identities() {
+        let f = Fixture::new("around-spawn-actions");
+        f.for_identity(&who);
+        // A system program called `payload` too, so that `./payload` is allowed from `sys`.
+        copy(&tools().argv, &f.sys.join("payload"));
+        let mut failed = vec![];
+        let mut check = |way: &str, target: &Path, other: &Path, cwd: &Path, refused: bool| {
+            let mut cmd = f.guarded(&f.strict(), &tools().around);
+            cmd.current_dir(cwd).arg(way).arg(target).arg(other);
+            let o = run(who.apply(&mut cmd));
+            let ok = if refused {
+                o.has_denial("mutable_native") && !o.ran()
+            } else {
+                o.ran() && o.denials().is_empty()
+            };
+            if !ok {
+                failed.push(format!(
+                    "{} {way} (refused expected: {refused})\n{o}",
+                    who.label()
+                ));
+            }
+        };
+        let rel = Path::new("./payload");
+        // Relative to the parent's cwd `sys` it is a system program; the child chdirs first.
+        check("spawn-chdir", rel, &f.ws, &f.sys, true);
+        check("spawn-fchdir", rel, &f.ws, &f.sys, true);
+        check("spawn-chdir", rel, &f.sys, &f.ws, false);
+        check("spawn-fchdir", rel, &f.sys, &f.ws, false);
+        // /proc/self/fd/N is the parent's system program; the child replaced descriptor N.
+        check("spawn-dup2", &f.sys_argv, &f.payload, &f.ws, true);
+        check("spawn-open", &f.sys_argv, &f.payload, &f.ws, true);
+        check("spawn-dup2", &f.payload, &f.sys_argv, &f.ws, false);
+        check("spawn-open", &f.payload, &f.sys_argv, &f.ws, false);
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+}

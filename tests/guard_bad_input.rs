@@ -411,10 +411,10 @@ fn loose_spellings_of_a_mutable_root_count_as_the_root() {
 }
 
 /// A mutable `#!/usr/bin/env CMD` script makes the guard search PATH for CMD (a protected
-/// runtime found there would be refused). A PATH entry too long for its buffers cannot be
-/// searched, so the script is refused (`path_too_long`) rather than let through unchecked.
+/// runtime found there would be refused). A PATH entry too long to be a path is skipped, as
+/// glibc's execvp (and so `env`) skips it: the search goes on exactly as env's will.
 #[test]
-fn a_path_entry_too_long_to_search_refuses_an_env_script() {
+fn a_path_entry_too_long_to_search_is_skipped_as_glibc_skips_it() {
     let f = Fixture::new("pathlong");
     let script = f.ws.join("long.sh");
     f.write_exec(&script, b"#!/usr/bin/env sh\necho ran\n");
@@ -423,10 +423,29 @@ fn a_path_entry_too_long_to_search_refuses_an_env_script() {
         .guarded(&f.strict(), &tools().probe)
         .env("PATH", format!("{long_dir}:/usr/bin:/bin"))
         .args(["execve", s(&script)]));
-    o.assert_denied("path_too_long");
-    o.assert_exec_failed(EACCES);
-    // With an ordinary PATH the same script runs.
-    let o = f.probe(&f.strict(), ["execve", s(&script)]);
     assert!(o.denials().is_empty(), "{o}");
     assert_eq!((o.code, o.stdout.as_str()), (Some(0), "ran\n"), "{o}");
+}
+
+/// A system program reached through a workspace symlink is handed to the kernel by its
+/// canonical name (so a swap of the link changes nothing); a canonical name longer than the
+/// guard's buffer for it is refused (`path_too_long`) rather than exec'd by the redirectable
+/// name.
+#[test]
+fn a_canonical_name_too_long_to_hand_the_kernel_is_refused() {
+    let f = Fixture::new("execlong");
+    let mut deep = f.sys.clone();
+    while deep.as_os_str().len() < 1100 {
+        deep.push("d".repeat(200));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    copy(&f.sys_argv, &deep.join("prog"));
+    let link = f.ws.join("prog");
+    std::os::unix::fs::symlink(deep.join("prog"), &link).unwrap();
+    let o = f.probe(&f.strict(), ["execve", s(&link)]);
+    o.assert_denied("path_too_long");
+    o.assert_exec_failed(EACCES);
+    // The same program by its own name runs.
+    let o = f.probe(&f.strict(), ["execve", s(&deep.join("prog"))]);
+    o.assert_ran();
 }

@@ -25,6 +25,12 @@
  *   dlsym-dlopen dlvsym-dlopen dlmopen         map TARGET as a shared object
  *   iconv-setenv                               setenv("GCONV_PATH", TARGET), then
  *                                              iconv_open("UTF-8", "EVIL"); ret=0 if it opened
+ *   spawn-chdir DIR                            posix_spawn TARGET (relative) after a chdir
+ *   spawn-fchdir DIR                           action to DIR (an fchdir to DIR's descriptor)
+ *   spawn-dup2 OTHER                           posix_spawn /proc/self/fd/N, where N is TARGET
+ *                                              open in the parent and OTHER dup2'ed over it
+ *                                              in the child
+ *   spawn-open OTHER                           the same with an open action of OTHER
  *   memfd-syscall memfd-syscall-hi             memfd_create through syscall(): reports
  *                                              ret=1 when the memfd carries F_SEAL_EXEC
  */
@@ -213,6 +219,44 @@ int main(int argc, char **argv) {
         setenv("GCONV_PATH", target, 1);
         iconv_t cd = iconv_open("UTF-8", "EVIL");
         report(cd == (iconv_t)-1 ? -1 : 0, cd == (iconv_t)-1 ? errno : 0);
+        return 0;
+    } else if (!strncmp(way, "spawn-", 6)) {
+        if (argc < 4) {
+            dprintf(2, "around: %s needs a second path\n", way);
+            return 99;
+        }
+        const char *other = argv[3];
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        char fdpath[64];
+        const char *spawned_path = target;
+        char *spawn_argv[] = {(char *)target, NULL};
+        if (!strcmp(way, "spawn-chdir")) {
+            posix_spawn_file_actions_addchdir_np(&fa, other);
+        } else if (!strcmp(way, "spawn-fchdir")) {
+            int d = open(other, O_RDONLY | O_DIRECTORY);
+            if (d < 0)
+                return 99;
+            posix_spawn_file_actions_addfchdir_np(&fa, d);
+        } else {
+            int t = open(target, O_RDONLY);
+            if (t < 0)
+                return 99;
+            snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", t);
+            spawned_path = fdpath;
+            spawn_argv[0] = fdpath;
+            if (!strcmp(way, "spawn-dup2")) {
+                int o = open(other, O_RDONLY);
+                if (o < 0)
+                    return 99;
+                posix_spawn_file_actions_adddup2(&fa, o, t);
+            } else {
+                posix_spawn_file_actions_addclose(&fa, t);
+                posix_spawn_file_actions_addopen(&fa, t, other, O_RDONLY, 0);
+            }
+        }
+        pid_t pid;
+        spawned(posix_spawn(&pid, spawned_path, &fa, NULL, spawn_argv, environ), pid);
         return 0;
     } else if (!strcmp(way, "memfd-syscall")) {
         memfd_seals(SYS_memfd_create);

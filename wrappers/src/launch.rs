@@ -200,8 +200,8 @@ pub fn main_node() -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    match crate::node::check_node(&inv.args) {
-        Ok(_) => inv.exec(&real, &inv.args, Runtime::Node, &[]),
+    match crate::node::check_node(&inv.args).and_then(|plan| crate::node::check_script(&plan)) {
+        Ok(()) => inv.exec(&real, &inv.args, Runtime::Node, &[]),
         Err(r) => inv.refuse(&r, Some(&policy)),
     }
 }

@@ -144,6 +144,29 @@ pub struct NodePlan {
     pub script: Option<OsString>,
 }
 
+/// Where the image keeps what its providers run (`docs/image.md`): a script there is a
+/// provider, which starts only through its provider policy.
+pub const PROVIDER_DIR: &str = "/usr/local/libexec/execguard/";
+
+/// Refuses a script that is a protected provider's (by its canonical name, so no link or
+/// relative spelling gets around it).
+pub fn check_script(plan: &NodePlan) -> Result<(), Refusal> {
+    let Some(script) = &plan.script else {
+        return Ok(());
+    };
+    let canonical = std::fs::canonicalize(script).unwrap_or_else(|_| script.into());
+    if canonical.starts_with(PROVIDER_DIR) {
+        return Err(Refusal::new(
+            Reason::NodeProviderScript,
+            format!(
+                "node {}: a protected provider's script",
+                canonical.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Check a node invocation (`args` excludes argv[0]). The environment is not consulted:
 /// `NODE_OPTIONS`, `OPENSSL_CONF`, `NODE_REPL_EXTERNAL_MODULE` and friends are never passed
 /// to node (see `env::build_child_env`).
@@ -209,6 +232,20 @@ mod tests {
     fn check(args: &[&str]) -> Result<NodePlan, Refusal> {
         let v: Vec<OsString> = args.iter().map(OsString::from).collect();
         check_node(&v)
+    }
+
+    #[test]
+    fn provider_scripts_are_refused_by_their_canonical_name() {
+        let plan = |s: &str| NodePlan {
+            script: Some(s.into()),
+        };
+        let refused = check_script(&plan(
+            "/usr/local/libexec/execguard/providers/gemini/node_modules/@google/gemini-cli/bundle/gemini.js",
+        ))
+        .unwrap_err();
+        assert_eq!(refused.reason(), Reason::NodeProviderScript);
+        assert!(check_script(&plan("/usr/local/lib/app.js")).is_ok());
+        assert!(check_script(&NodePlan { script: None }).is_ok());
     }
 
     #[test]

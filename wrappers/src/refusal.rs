@@ -48,6 +48,9 @@ pub enum Reason {
     NodeInspector,
     /// node: `--run` (runs a package.json script through a shell).
     NodeRun,
+    /// node: a script of a protected provider (the image's Gemini bundle), which would run
+    /// that provider without its provider policy.
+    NodeProviderScript,
     /// A config file could not be read, so aliases and command-running keys could not be
     /// checked.
     ConfigUnreadable,
@@ -76,6 +79,7 @@ impl Reason {
             Reason::NodeCodeLoading => "node_code_loading",
             Reason::NodeInspector => "node_inspector",
             Reason::NodeRun => "node_run",
+            Reason::NodeProviderScript => "node_provider_script",
             Reason::ConfigUnreadable => "config_unreadable",
             Reason::UnknownOption => "unknown_option",
             Reason::Traced => "traced",
@@ -100,6 +104,7 @@ impl Reason {
             Reason::NodeCodeLoading => "load the module from the script itself (import/require), or run it as its own script",
             Reason::NodeInspector => "debug outside the session",
             Reason::NodeRun => "use `npm run <script>`",
+            Reason::NodeProviderScript => "start the provider by its command (it runs through its provider policy)",
             Reason::ConfigUnreadable => "make the config file readable (or remove it)",
             Reason::UnknownOption => "check the spelling against `git help git`",
             Reason::Traced => "run it without a debugger or tracer attached",
@@ -123,6 +128,7 @@ impl Reason {
         Reason::NodeCodeLoading,
         Reason::NodeInspector,
         Reason::NodeRun,
+        Reason::NodeProviderScript,
         Reason::ConfigUnreadable,
         Reason::UnknownOption,
         Reason::Traced,

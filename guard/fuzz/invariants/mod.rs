@@ -17,6 +17,7 @@ pub const POLICY_KEYS: &[&str] = &[
     "audit_allow",
     "runtime_profile",
     "seal",
+    "own_loaders",
     "runtime",
 ];
 
@@ -59,6 +60,16 @@ pub fn policy(data: &[u8]) {
     assert_eq!(strings(t.get("exec_dirs")), exec_dirs);
     let allowed: Vec<String> = p.allow_commands().map(s).collect();
     assert_eq!(strings(t.get("allow_commands")), allowed);
+    let own_loaders: Vec<String> = p.own_loaders().map(s).collect();
+    match t.get("own_loaders") {
+        Some(v) => assert_eq!(strings(Some(v)), own_loaders),
+        None => assert_eq!(
+            own_loaders,
+            execguard_policy::policy::DEFAULT_OWN_LOADERS
+                .map(s)
+                .to_vec()
+        ),
+    }
     assert_eq!(bool_of("audit_allow"), p.audit_allow());
     assert_eq!(bool_of("seal"), p.seal());
     assert_eq!(str_of("audit_log"), p.audit_log().map(s));

@@ -16,7 +16,9 @@ use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
 use crate::resolve;
 use crate::shebang::{self, Shebang, BINPRM_BUF_SIZE};
-use crate::sys::{env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC};
+use crate::sys::{
+    env_get, At, Errno, FileInfo, OpenMode, StrList, Sys, EACCES, ELOOP, ENOEXEC, ESTALE_ETC,
+};
 use crate::text::words;
 use crate::Profile;
 
@@ -25,6 +27,28 @@ pub const MAX_CHAIN: usize = 6;
 
 /// glibc's PATH when the environment has none.
 pub const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+
+/// glibc's PATH search, written once (the preload's `execvp` family and `posix_spawnp`,
+/// `execguard run` and `check`, `env` in a `#!` line): the candidates for a name without `/`,
+/// in order: `dir/name` for each `:`-separated entry of `path_var` ([`DEFAULT_PATH`] when
+/// unset), an empty entry naming the cwd. A candidate longer than `PATH_MAX` is skipped, as
+/// glibc skips it.
+pub fn path_candidates<'a>(
+    path_var: Option<&'a [u8]>,
+    name: &'a [u8],
+) -> impl Iterator<Item = PathBuf> + 'a {
+    path_var
+        .unwrap_or(DEFAULT_PATH)
+        .split(|&c| c == b':')
+        .filter_map(move |dir| PathBuf::join(dir, name).ok())
+}
+
+/// After the exec of one PATH candidate failed with `errno`, does the search try the next?
+/// As glibc's: after `EACCES` (a refusal included: the guard answers as a `noexec` mount
+/// would), remembered as the search's answer if nothing runs, and after the "not here" errors.
+pub fn search_goes_on(errno: Errno) -> bool {
+    errno == EACCES || ESTALE_ETC.contains(&errno)
+}
 
 /// What an exec call names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +104,12 @@ impl<'r> Target<'r> {
 
 /// One exec call, as the guard sees it.
 pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
+    /// The file to decide, as a name the guard can resolve.
     pub target: Target<'r>,
+    /// The name the caller gave, when `target` is another name for it (a `posix_spawn` whose
+    /// file actions change what the name means in the child): a launch's argv carries it, as
+    /// the kernel's would.
+    pub given_name: Option<&'r [u8]>,
     pub argv: &'r A,
     pub envp: &'r E,
 }
@@ -283,6 +312,67 @@ pub fn is_mutable<S: Sys>(sys: &mut S, policy: &Policy<'_>, kpath: &[u8], nlink:
         || (!policy.seal() && writable_by_session(sys, kpath))
 }
 
+/// A [`Sys`] that asks [`Sys::bypasses_permissions`] once per decision (the answer cannot
+/// change within one, and a decision asks for every file and every directory it walks).
+struct OncePerDecision<'s, S: Sys> {
+    sys: &'s mut S,
+    bypass: Option<bool>,
+}
+
+impl<'s, S: Sys> OncePerDecision<'s, S> {
+    fn new(sys: &'s mut S) -> Self {
+        OncePerDecision { sys, bypass: None }
+    }
+}
+
+impl<S: Sys> Sys for OncePerDecision<'_, S> {
+    type Fd = S::Fd;
+    fn open(&mut self, at: At<'_>, mode: OpenMode, follow: bool) -> Result<S::Fd, Errno> {
+        self.sys.open(at, mode, follow)
+    }
+    fn fstat(&mut self, fd: &S::Fd) -> Result<FileInfo, Errno> {
+        self.sys.fstat(fd)
+    }
+    fn read_head(&mut self, fd: &S::Fd, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.sys.read_head(fd, buf)
+    }
+    fn fd_path(&mut self, fd: &S::Fd, out: &mut PathBuf) -> Result<(), Errno> {
+        self.sys.fd_path(fd, out)
+    }
+    fn close(&mut self, fd: S::Fd) {
+        self.sys.close(fd)
+    }
+    fn stat(&mut self, path: &[u8]) -> Result<FileInfo, Errno> {
+        self.sys.stat(path)
+    }
+    fn caller_exe(&mut self) -> Result<FileInfo, Errno> {
+        self.sys.caller_exe()
+    }
+    fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
+        self.sys.caller_exe_path(out)
+    }
+    fn is_executable(&mut self, path: &[u8]) -> bool {
+        self.sys.is_executable(path)
+    }
+    fn may_write(&mut self, path: &[u8]) -> bool {
+        self.sys.may_write(path)
+    }
+    fn bypasses_permissions(&mut self) -> bool {
+        *self
+            .bypass
+            .get_or_insert_with(|| self.sys.bypasses_permissions())
+    }
+    fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
+        self.sys.read_link(path, out)
+    }
+    fn cwd(&mut self, out: &mut PathBuf) -> Result<(), Errno> {
+        self.sys.cwd(out)
+    }
+    fn open_exact(&mut self, path: &[u8], mode: OpenMode) -> Result<S::Fd, Errno> {
+        self.sys.open_exact(path, mode)
+    }
+}
+
 /// May the session's user (not root: it bypasses permissions) write `path` or a directory
 /// above it?
 fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
@@ -360,9 +450,81 @@ fn inspect<S: Sys>(
     // Named through /proc: the walk is unknown, so only an absolute name that is already the
     // kernel's own (no symlink, no `..`) counts as one the session cannot redirect.
     let kpath = hop.kpath.as_bytes();
-    hop.touched = !matches!(at, At::Cwd(p) if lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath))
-        || redirectable(sys, policy, kpath);
+    hop.touched = !is_kernel_name(at, kpath) || redirectable(sys, policy, kpath);
     result
+}
+
+/// Is `at` an absolute name that is already the kernel's own for `kpath` (no symlink, no
+/// `..`)? Out of line: its buffer is needed only on the `/proc` route.
+#[inline(never)]
+fn is_kernel_name(at: At<'_>, kpath: &[u8]) -> bool {
+    let At::Cwd(p) = at else { return false };
+    // Already normal (absolute, no empty, `.` or `..` component): compare as is.
+    if p.starts_with(b"/")
+        && p[1..]
+            .split(|&c| c == b'/')
+            .all(|c| !matches!(c, b"" | b"." | b".."))
+    {
+        return p == kpath;
+    }
+    lexical_normal(p).is_some_and(|n| n.as_bytes() == kpath)
+}
+
+/// The canonical name the kernel is handed instead of the caller's ([`decide_launch`]), at
+/// most [`ExecName::MAX`] bytes: it sits on the caller's stack for every exec, and a preload
+/// library must not need more stack than the call it replaces. A longer one is refused
+/// (`path_too_long`) rather than handed to the kernel by a name the session could redirect.
+pub struct ExecName {
+    buf: [core::mem::MaybeUninit<u8>; ExecName::MAX + 1],
+    len: usize,
+}
+
+impl ExecName {
+    pub const MAX: usize = 1023;
+
+    #[inline(always)]
+    pub fn new() -> Self {
+        // SAFETY: an array of MaybeUninit is valid uninitialised.
+        let buf = unsafe {
+            core::mem::MaybeUninit::<[core::mem::MaybeUninit<u8>; ExecName::MAX + 1]>::uninit()
+                .assume_init()
+        };
+        ExecName { buf, len: 0 }
+    }
+
+    fn set(&mut self, name: &[u8]) -> bool {
+        if name.len() > Self::MAX {
+            return false;
+        }
+        for (slot, &b) in self.buf.iter_mut().zip(name) {
+            slot.write(b);
+        }
+        self.buf[name.len()].write(0);
+        self.len = name.len();
+        true
+    }
+
+    /// The name (empty: hand the kernel the caller's own).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `buf[..len]` was written by `set` (len is 0 otherwise).
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The name with its NUL (valid once [`ExecName::as_bytes`] is not empty).
+    pub fn as_c_bytes(&self) -> &[u8] {
+        // SAFETY: `set` wrote the NUL at `len`; an empty name is just read as "".
+        if self.len == 0 {
+            return b"\0";
+        }
+        // SAFETY: `buf[..=len]` was written by `set`.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.len + 1) }
+    }
+}
+
+impl Default for ExecName {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Where a piece of the argv that an interpreter will see is stored.
@@ -386,21 +548,27 @@ struct Chain<'r, A: StrList + ?Sized> {
     target: &'r [u8],
 }
 
-impl<A: StrList + ?Sized> Clone for Chain<'_, A> {
-    fn clone(&self) -> Self {
-        Chain {
-            arena: self.arena,
-            used: self.used,
-            prefix: self.prefix,
-            n: self.n,
-            current: self.current,
-            argv: self.argv,
-            target: self.target,
-        }
-    }
+/// Where a launch starts: the chain's argv state at its first file outside the mutable roots.
+/// (The arena only grows, so the final chain's arena still holds what this names.)
+struct Snapshot {
+    prefix: [Piece; 2 * MAX_CHAIN],
+    n: usize,
+    current: Piece,
 }
 
 impl<'r, A: StrList + ?Sized> Chain<'r, A> {
+    fn new<E: StrList + ?Sized>(req: &Request<'r, A, E>) -> Self {
+        Chain {
+            arena: [0; MAX_CHAIN * BINPRM_BUF_SIZE],
+            used: 0,
+            prefix: [Piece::Target; 2 * MAX_CHAIN],
+            n: 0,
+            current: Piece::Target,
+            argv: req.argv,
+            target: req.given_name.unwrap_or(req.target.name()),
+        }
+    }
+
     fn get(&self, p: Piece) -> &[u8] {
         match p {
             Piece::Arena(s, n) => &self.arena[s..s + n],
@@ -469,7 +637,9 @@ where
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    match decide_chain(sys, ctx, req, &mut None, None) {
+    let mut chain = Chain::new(req);
+    let sys = &mut OncePerDecision::new(sys);
+    match decide_chain(sys, ctx, req, &mut chain, &mut None, None) {
         Ok(reason) => Verdict::Allow(reason),
         Err(verdict) => verdict,
     }
@@ -490,18 +660,31 @@ pub fn decide_launch<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
-    exec_as: &mut PathBuf,
-) -> (Verdict, Option<Launch<'r, A>>)
+    exec_as: &mut ExecName,
+    launch: &mut Option<Launch<'r, A>>,
+) -> Verdict
 where
     S: Sys,
     A: StrList + ?Sized,
     E: StrList + ?Sized,
 {
-    let mut launch = None;
-    exec_as.truncate(0);
-    match decide_chain(sys, ctx, req, &mut launch, Some(exec_as)) {
-        Ok(reason) => (Verdict::Allow(reason), launch.map(Launch)),
-        Err(verdict) => (verdict, None),
+    let mut snapshot = None;
+    exec_as.len = 0;
+    *launch = None;
+    let mut chain = Chain::new(req);
+    let sys = &mut OncePerDecision::new(sys);
+    match decide_chain(sys, ctx, req, &mut chain, &mut snapshot, Some(exec_as)) {
+        Ok(reason) => {
+            if let Some(at) = snapshot {
+                // The arena only grows, so what the snapshot names is still there.
+                chain.prefix = at.prefix;
+                chain.n = at.n;
+                chain.current = at.current;
+                *launch = Some(Launch(chain));
+            }
+            Verdict::Allow(reason)
+        }
+        Err(verdict) => verdict,
     }
 }
 
@@ -509,8 +692,9 @@ fn decide_chain<'r, S, A, E>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     req: &Request<'r, A, E>,
-    launch: &mut Option<Chain<'r, A>>,
-    mut exec_as: Option<&mut PathBuf>,
+    chain: &mut Chain<'r, A>,
+    launch: &mut Option<Snapshot>,
+    mut exec_as: Option<&mut ExecName>,
 ) -> Result<Reason, Verdict>
 where
     S: Sys,
@@ -532,15 +716,6 @@ where
     inspect(sys, policy, at, follow, &mut hop)?;
     // While every file so far is a mutable script, a launch may be needed.
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
-    let mut chain = Chain {
-        arena: [0; MAX_CHAIN * BINPRM_BUF_SIZE],
-        used: 0,
-        prefix: [Piece::Target; 2 * MAX_CHAIN],
-        n: 0,
-        current: Piece::Target,
-        argv: req.argv,
-        target: req.target.name(),
-    };
     for depth in 0..MAX_CHAIN {
         if !hop.info.is_regular() {
             return Err(Verdict::Kernel(EACCES));
@@ -552,7 +727,11 @@ where
         if all_mutable_scripts && !mutable {
             all_mutable_scripts = false;
             if depth > 0 {
-                *launch = Some(chain.clone());
+                *launch = Some(Snapshot {
+                    prefix: chain.prefix,
+                    n: chain.n,
+                    current: chain.current,
+                });
                 launched_here = true;
             }
         }
@@ -561,8 +740,9 @@ where
         let handed = (depth == 0 && !matches!(req.target, Target::Fd(_))) || launched_here;
         if handed && !mutable && hop.touched {
             if let Some(out) = exec_as.take() {
-                out.push_bytes(kpath)
-                    .map_err(|_| deny(Reason::PathTooLong, kpath))?;
+                if !out.set(kpath) {
+                    return Err(deny(Reason::PathTooLong, kpath));
+                }
             }
         }
         let requested = chain.get(chain.current);
@@ -779,6 +959,7 @@ pub fn decide_object<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, path: &[u8]) ->
     if ctx.policy.profile() == Profile::Breakglass {
         return Verdict::Allow(Reason::Breakglass);
     }
+    let sys = &mut OncePerDecision::new(sys);
     match check_mutable_object(sys, ctx, path, Reason::MutableNative) {
         Ok(()) => Verdict::Allow(Reason::Allowed),
         Err(v) => v,
@@ -791,6 +972,7 @@ pub fn decide_code_dirs<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, dirs: &[u8])
     if ctx.policy.profile() == Profile::Breakglass {
         return Verdict::Allow(Reason::Breakglass);
     }
+    let sys = &mut OncePerDecision::new(sys);
     match check_library_dirs(sys, ctx, dirs) {
         Ok(()) => Verdict::Allow(Reason::Allowed),
         Err(v) => v,
@@ -991,11 +1173,7 @@ fn check_own_loader<'a, S: Sys, E: StrList + ?Sized>(
     };
     check_loaded_program(sys, ctx, program)?;
     if !program.contains(&b'/') {
-        let search = env_get(envp, b"PATH").unwrap_or(DEFAULT_PATH);
-        for dir in search.split(|&c| c == b':') {
-            let Ok(candidate) = PathBuf::join(dir, program) else {
-                continue;
-            };
+        for candidate in path_candidates(env_get(envp, b"PATH"), program) {
             if sys.is_executable(candidate.as_bytes()) {
                 return check_loaded_program(sys, ctx, candidate.as_bytes());
             }
@@ -1127,13 +1305,8 @@ fn check_script_runtime<S: Sys, E: StrList + ?Sized>(
             Ok(())
         };
     }
-    let search = path_override
-        .or_else(|| env_get(envp, b"PATH"))
-        .unwrap_or(DEFAULT_PATH);
-    for dir in search.split(|&c| c == b':') {
-        let Ok(candidate) = PathBuf::join(dir, command) else {
-            return Err(deny(Reason::PathTooLong, script));
-        };
+    let search = path_override.or_else(|| env_get(envp, b"PATH"));
+    for candidate in path_candidates(search, command) {
         if sys.is_executable(candidate.as_bytes()) {
             return if is_runtime(sys, candidate.as_bytes()) {
                 Err(refuse())
@@ -1176,5 +1349,351 @@ mod tests {
                 nofollow: true
             }
         );
+    }
+}
+
+/// The rules, table-driven against the in-memory [`crate::memsys::MemSys`] (no processes):
+/// each row is a file tree, a policy, one exec call and what the engine must answer, including
+/// what it hands the kernel (the launch argv, the canonical name).
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::memsys::MemSys;
+    use crate::sys::ENOENT;
+    use std::vec::Vec;
+
+    #[derive(Debug, PartialEq)]
+    enum Want {
+        Allow,
+        Deny(Reason),
+        Kernel(Errno),
+        /// Allowed, started through this argv (program first).
+        Launch(&'static [&'static [u8]]),
+        /// Allowed, handed to the kernel by this canonical name.
+        ExecAs(&'static [u8]),
+    }
+
+    struct Row {
+        what: &'static str,
+        tree: fn(&mut MemSys),
+        policy: &'static str,
+        target: &'static [u8],
+        argv: &'static [&'static [u8]],
+        envp: &'static [&'static [u8]],
+        want: Want,
+    }
+
+    const WS: &str = "version = 1\nworkspace = \"/ws\"\n";
+
+    fn base(s: &mut MemSys) {
+        s.elf(b"/usr/bin/ls")
+            .elf(b"/usr/bin/dash")
+            .symlink(b"/bin", b"usr/bin")
+            .symlink(b"/usr/bin/sh", b"dash")
+            .elf(b"/usr/bin/valgrind")
+            .elf(b"/ws/payload")
+            .elf(b"/ws/evil.so")
+            .script(b"/ws/build.sh", b"#!/bin/sh\necho hi\n")
+            .script(b"/ws/evil.sh", b"#!/ws/payload\n")
+            .symlink(b"/ws/link", b"/usr/bin/ls")
+            .dir(b"/tmp")
+            .dir(b"/opt")
+            .elf(b"/opt/tool")
+            .cwd_at(b"/ws");
+    }
+
+    fn writable_opt(s: &mut MemSys) {
+        base(s);
+        s.writable(b"/opt");
+    }
+
+    fn writable_opt_root(s: &mut MemSys) {
+        writable_opt(s);
+        s.as_root();
+    }
+
+    const ROWS: &[Row] = &[
+        Row {
+            what: "system ELF",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"/ws/payload",
+            argv: &[b"payload"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "relative workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"./payload",
+            argv: &[b"payload"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "development allows it",
+            tree: base,
+            policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\n",
+            target: b"/ws/payload",
+            argv: &[b"payload"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "missing",
+            tree: base,
+            policy: WS,
+            target: b"/ws/nothing",
+            argv: &[b"x"],
+            envp: &[],
+            want: Want::Kernel(ENOENT),
+        },
+        Row {
+            what: "workspace script starts through its interpreter",
+            tree: base,
+            policy: WS,
+            target: b"/ws/build.sh",
+            argv: &[b"build.sh", b"a"],
+            envp: &[],
+            want: Want::Launch(&[b"/bin/sh", b"/ws/build.sh", b"a"]),
+        },
+        Row {
+            what: "script naming a workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"/ws/evil.sh",
+            argv: &[b"evil.sh"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "workspace symlink to a system program: canonical name",
+            tree: base,
+            policy: WS,
+            target: b"/ws/link",
+            argv: &[b"link"],
+            envp: &[],
+            want: Want::ExecAs(b"/usr/bin/ls"),
+        },
+        Row {
+            what: "relative name through the workspace: canonical name",
+            tree: base,
+            policy: WS,
+            target: b"link",
+            argv: &[b"link"],
+            envp: &[],
+            want: Want::ExecAs(b"/usr/bin/ls"),
+        },
+        Row {
+            what: "system symlink: the caller's own name",
+            tree: base,
+            policy: WS,
+            target: b"/bin/sh",
+            argv: &[b"sh"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "LD_PRELOAD from the workspace",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"LD_PRELOAD=/ws/evil.so"],
+            want: Want::Deny(Reason::PreloadMutable),
+        },
+        Row {
+            what: "the last LD_PRELOAD counts too",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"LD_PRELOAD=", b"LD_PRELOAD=/ws/evil.so"],
+            want: Want::Deny(Reason::PreloadMutable),
+        },
+        Row {
+            what: "GCONV_PATH in the workspace",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"GCONV_PATH=/ws"],
+            want: Want::Deny(Reason::LibraryPathMutable),
+        },
+        Row {
+            what: "LD_ORIGIN_PATH in the workspace",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"LD_ORIGIN_PATH=/ws"],
+            want: Want::Deny(Reason::LibraryPathMutable),
+        },
+        Row {
+            what: "data variables name the workspace freely",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[b"TMPDIR=/tmp", b"LOCPATH=/ws", b"NLSPATH=/ws"],
+            want: Want::Allow,
+        },
+        Row {
+            what: "valgrind of a workspace ELF",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/valgrind",
+            argv: &[b"valgrind", b"-q", b"./payload"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "valgrind of a system program",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/valgrind",
+            argv: &[b"valgrind", b"/usr/bin/ls", b"/ws/payload"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "own_loaders = [] names none",
+            tree: base,
+            policy: "version = 1\nworkspace = \"/ws\"\nown_loaders = []\n",
+            target: b"/usr/bin/valgrind",
+            argv: &[b"valgrind", b"./payload"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "allow-list",
+            tree: base,
+            policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"dash\"]\n",
+            target: b"/usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[],
+            want: Want::Deny(Reason::CommandNotAllowed),
+        },
+        Row {
+            what: "a program the user can replace, unsealed",
+            tree: writable_opt,
+            policy: WS,
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "the same for root: only the write set",
+            tree: writable_opt_root,
+            policy: WS,
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "the same sealed: the kernel's partition",
+            tree: writable_opt,
+            policy: "version = 1\nworkspace = \"/ws\"\nseal = true\n",
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "empty argv",
+            tree: base,
+            policy: WS,
+            target: b"/usr/bin/ls",
+            argv: &[],
+            envp: &[],
+            want: Want::Deny(Reason::ArgvEmpty),
+        },
+    ];
+
+    /// What the engine answered for `row`, in the row's terms (`None`: as wanted).
+    fn mismatch(row: &Row) -> Option<std::string::String> {
+        let mut sys = MemSys::new();
+        (row.tree)(&mut sys);
+        let policy = Policy::parse(row.policy.as_bytes()).unwrap();
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &RuntimeIds::NONE,
+            self_lib: None,
+        };
+        let req = Request {
+            target: Target::Path(row.target),
+            given_name: None,
+            argv: row.argv,
+            envp: row.envp,
+        };
+        let mut exec_as = ExecName::new();
+        let mut launch = None;
+        let verdict = decide_launch(&mut sys, &ctx, &req, &mut exec_as, &mut launch);
+        let launch: Option<Vec<Vec<u8>>> = launch.map(|l| l.argv().map(<[u8]>::to_vec).collect());
+        let ok = match (&row.want, &verdict) {
+            (Want::Allow, Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes().is_empty(),
+            (Want::Launch(w), Verdict::Allow(_)) => launch
+                .as_ref()
+                .is_some_and(|l| l.iter().map(Vec::as_slice).eq(w.iter().copied())),
+            (Want::ExecAs(w), Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes() == *w,
+            (Want::Deny(r), Verdict::Deny { reason, .. }) => r == reason,
+            (Want::Kernel(e), Verdict::Kernel(k)) => e == k,
+            _ => false,
+        };
+        (!ok).then(|| {
+            std::format!(
+                "{}: want {:?}, got {verdict:?}, launch {launch:?}, exec as {:?}",
+                row.what,
+                row.want,
+                crate::text::Lossy(exec_as.as_bytes())
+            )
+        })
+    }
+
+    #[test]
+    fn every_rule_row() {
+        let failed: Vec<_> = ROWS.iter().filter_map(mismatch).collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+
+    #[test]
+    fn the_double_records_every_call() {
+        let mut sys = MemSys::new();
+        base(&mut sys);
+        let policy = Policy::parse(WS.as_bytes()).unwrap();
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &RuntimeIds::NONE,
+            self_lib: None,
+        };
+        let req = Request {
+            target: Target::Path(b"/usr/bin/ls"),
+            given_name: None,
+            argv: &[&b"ls"[..]][..],
+            envp: &[][..],
+        };
+        assert!(decide(&mut sys, &ctx, &req).is_allow());
+        // Unsealed and not root: the permission walk asked about the file and every directory.
+        for p in ["/usr/bin/ls", "/usr/bin", "/usr", "/"] {
+            assert!(
+                sys.calls
+                    .iter()
+                    .any(|c| *c == std::format!("may_write {p}")),
+                "{p}: {:?}",
+                sys.calls
+            );
+        }
     }
 }

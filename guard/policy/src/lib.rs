@@ -14,19 +14,22 @@
 pub mod audit;
 pub mod decide;
 pub mod env;
+#[cfg(test)]
+pub mod memsys;
 pub mod path;
 pub mod policy;
 pub mod profile;
 pub mod reason;
 pub mod resolve;
 pub mod shebang;
+pub mod spawn;
 pub mod sys;
 pub mod text;
 pub mod workspace;
 
 pub use decide::{
-    decide, decide_code_dirs, decide_launch, decide_object, Context, Launch, Request, RuntimeIds,
-    ShownPath, Target, Verdict,
+    decide, decide_code_dirs, decide_launch, decide_object, path_candidates, search_goes_on,
+    Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Target, Verdict,
 };
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;

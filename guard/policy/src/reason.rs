@@ -52,6 +52,8 @@ pub enum Reason {
     InternalError,
     /// An x32-ABI exec system call (argv of 32-bit pointers), which the guard does not decode.
     SyscallX32,
+    /// `posix_spawn` file actions the guard cannot replay to know what the child will exec.
+    SpawnActions,
     /// Informational: breakglass profile allowed it (audited).
     Breakglass,
     /// Informational: every check passed.
@@ -60,7 +62,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 25] = [
+    pub const ALL: [Reason; 26] = [
         Self::MutableNative,
         Self::AnonymousNative,
         Self::PreloadMutable,
@@ -84,6 +86,7 @@ impl Reason {
         Self::AuditUnwritable,
         Self::InternalError,
         Self::SyscallX32,
+        Self::SpawnActions,
         Self::Breakglass,
         Self::Allowed,
     ];
@@ -114,6 +117,7 @@ impl Reason {
             Self::AuditUnwritable => "audit_unwritable",
             Self::InternalError => "internal_error",
             Self::SyscallX32 => "syscall_x32",
+            Self::SpawnActions => "spawn_actions",
             Self::Breakglass => "breakglass",
             Self::Allowed => "allowed",
         }
@@ -145,6 +149,7 @@ impl Reason {
             Self::AuditUnwritable => "the audit log could not be written",
             Self::InternalError => "the guard could not finish its checks",
             Self::SyscallX32 => "an x32-ABI exec system call, whose 32-bit argv the guard does not decode",
+            Self::SpawnActions => "posix_spawn file actions the guard cannot replay (an unknown kind, too many descriptors, a name too long)",
             Self::Breakglass => "breakglass profile: allowed and audited",
             Self::Allowed => "every check passed",
         }

@@ -31,8 +31,9 @@ pub fn open_resolved<S: Sys>(
 }
 
 /// [`open_resolved`], also saying whether the walk went through a place `in_write_set` names
-/// (the cwd of a relative path, any directory or symlink on the way, the file itself): then
-/// the session could make the same path name another file later.
+/// (the cwd of a relative path, the directory of any symlink on the way): then the session
+/// could make the same path name another file later. (A plain directory on the way that it
+/// can change puts the file itself in such a place, which the caller checks anyway.)
 pub fn open_resolved_in<S: Sys>(
     sys: &mut S,
     path: &[u8],
@@ -107,9 +108,9 @@ fn walk<S: Sys>(
             if out.as_bytes().is_empty() {
                 return None; // the root directory itself
             }
-            // Every directory of a plain rest is a prefix of this name: if none of them were
-            // in the write set, neither is this name, and the other way round.
-            *touched |= in_write_set(sys, out.as_bytes());
+            // A plain rest needs no check of its own: a directory of it in the write set (or
+            // that the session can write) puts the file itself there, which the caller's
+            // mutable predicate sees.
             match sys.open_exact(out.as_bytes(), mode) {
                 Ok(fd) => return Some((fd, relative || stepped)),
                 Err(ELOOP) if !rest.is_empty() => {
@@ -135,12 +136,20 @@ fn walk<S: Sys>(
                 let resolved = out.as_bytes().len();
                 out.push_bytes(b"/").ok()?;
                 out.push_bytes(&pending[component]).ok()?;
-                *touched |= in_write_set(sys, out.as_bytes());
                 // The link text takes the component's place, just before the `/` (if any)
                 // that starts what is left.
                 match sys.read_link(out.as_bytes(), &mut pending[..next]) {
                     Err(EINVAL) => {} // not a symlink: part of the result
                     Ok(n) if n > 0 && n < next => {
+                        // A symlink in a directory the session can change can be replaced:
+                        // the name leads where the session says (a directory above it in the
+                        // write set puts that directory there too).
+                        let dir = if resolved == 0 {
+                            &b"/"[..]
+                        } else {
+                            &out.as_bytes()[..resolved]
+                        };
+                        *touched |= in_write_set(sys, dir);
                         links += 1;
                         if links > MAX_LINKS {
                             return None;

@@ -11,6 +11,7 @@ pub type Errno = i32;
 pub const ENOENT: Errno = 2;
 pub const E2BIG: Errno = 7;
 pub const ENOEXEC: Errno = 8;
+pub const EBADF: Errno = 9;
 pub const EFAULT: Errno = 14;
 pub const EACCES: Errno = 13;
 pub const ENOTDIR: Errno = 20;

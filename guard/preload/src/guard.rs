@@ -1,13 +1,15 @@
 //! One guarded exec: load the policy, fix the child environment (host mode), decide, report,
 //! then run or refuse. Shared by every entry point.
 
+use crate::scratch;
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
-use core::mem::MaybeUninit;
 use execguard_os::{raw, CList, LibcSys};
 use execguard_policy::audit::{format_denial, Decision};
-use execguard_policy::path::{PathBuf, PATH_MAX};
+use execguard_policy::path::PATH_MAX;
 use execguard_policy::sys::{StrList, EACCES};
-use execguard_policy::{decide_launch, Context, Launch, Policy, Reason, Request, Target, Verdict};
+use execguard_policy::{
+    decide_launch, Context, ExecName, Launch, Policy, Reason, Request, Target, Verdict,
+};
 use libc::{c_char, c_int};
 
 /// The libc entry point that was called (audit records name it).
@@ -115,6 +117,26 @@ pub unsafe fn guarded<R>(
     run: impl FnOnce(Exec) -> R,
     fail: impl FnOnce(c_int) -> R,
 ) -> R {
+    // SAFETY: forwarded contract.
+    unsafe { guarded_as(entry, target, None, argv, envp, rewrite, run, fail) }
+}
+
+/// [`guarded`] for a target inspected under another name than the one given (posix_spawn
+/// file actions: `given_name` is what the child will exec).
+///
+/// # Safety
+/// As [`guarded`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn guarded_as<R>(
+    entry: Entry,
+    target: Target<'_>,
+    given_name: Option<&[u8]>,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    rewrite: EnvRewrite,
+    run: impl FnOnce(Exec) -> R,
+    fail: impl FnOnce(c_int) -> R,
+) -> R {
     state::with(|loaded| {
         let policy = match loaded.policy() {
             Ok(p) => p,
@@ -149,11 +171,13 @@ pub unsafe fn guarded<R>(
             };
             let req = Request {
                 target,
+                given_name,
                 argv: &argv,
                 envp: &env,
             };
-            let mut exec_as = PathBuf::new();
-            let (verdict, launch) = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as);
+            let mut exec_as = ExecName::new();
+            let mut launch = None;
+            let verdict = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch);
             let name = (!exec_as.as_bytes().is_empty())
                 .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
             match verdict {
@@ -171,13 +195,13 @@ pub unsafe fn guarded<R>(
                     {
                         return fail(EACCES);
                     }
-                    match launch {
+                    match &launch {
                         None => run(Exec {
                             env: env.as_ptr(),
                             launch: None,
                             name,
                         }),
-                        Some(launch) => with_launch_argv(&launch, &argv, |program, new_argv| {
+                        Some(launch) => with_launch_argv(launch, &argv, |program, new_argv| {
                             run(Exec {
                                 env: env.as_ptr(),
                                 launch: Some((program, new_argv)),
@@ -218,43 +242,52 @@ pub unsafe fn guarded<R>(
 /// Most caller arguments a sealed script launch can carry (more: `E2BIG`).
 const MAX_LAUNCH_ARGS: usize = 1024;
 
+/// Builds the C argv of a [`Launch`]: the added arguments copied with NULs, then the caller's
+/// own `argv[1..]` pointers, in a buffer sized to them ([`scratch::with_words`]). `None` when
+/// there are too many or no memory.
 #[inline(never)]
-/// Builds the C argv of a [`Launch`] on the stack: the added arguments copied with NULs, then
-/// the caller's own `argv[1..]` pointers. `None` when it does not fit.
 fn with_launch_argv<R>(
     launch: &Launch<'_, CList>,
     argv: &CList,
     f: impl FnOnce(*const c_char, *const *const c_char) -> R,
 ) -> Option<R> {
-    const ADDED: usize = 2 * execguard_policy::decide::MAX_CHAIN + 1;
-    let mut text = [0u8; ADDED * (execguard_policy::shebang::BINPRM_BUF_SIZE + 1) + PATH_MAX];
-    let mut ptrs: [*const c_char; ADDED + MAX_LAUNCH_ARGS + 1] =
-        [core::ptr::null(); ADDED + MAX_LAUNCH_ARGS + 1];
-    let (mut used, mut n) = (0, 0);
-    for a in launch.added_args() {
-        if used + a.len() + 1 > text.len() || n == ADDED {
-            return None;
-        }
-        text[used..used + a.len()].copy_from_slice(a);
-        text[used + a.len()] = 0;
-        used += a.len() + 1;
-        n += 1;
-    }
-    // Offsets first, pointers after: `text` must not move once pointers into it exist.
-    let mut start = 0;
-    for slot in ptrs.iter_mut().take(n) {
-        *slot = text[start..].as_ptr().cast();
-        start += text[start..].iter().position(|&c| c == 0).unwrap_or(0) + 1;
-    }
     let rest = argv.len().saturating_sub(1);
     if rest > MAX_LAUNCH_ARGS {
         return None;
     }
-    for i in 1..argv.len() {
-        ptrs[n] = argv.get(i)?.as_ptr().cast();
-        n += 1;
+    let (mut added, mut text_len) = (0, 0);
+    for a in launch.added_args() {
+        added += 1;
+        text_len += a.len() + 1;
     }
-    Some(f(ptrs[0], ptrs.as_ptr()))
+    let n_ptrs = added + rest + 1;
+    scratch::with_words(n_ptrs + scratch::words_for(text_len), |words| {
+        let (ptrs, text) = words.split_at_mut(n_ptrs);
+        // SAFETY: `text` is `text_len` bytes or more of writable memory, viewed as bytes.
+        let text = unsafe {
+            core::slice::from_raw_parts_mut(
+                text.as_mut_ptr().cast::<u8>(),
+                text.len() * core::mem::size_of::<usize>(),
+            )
+        };
+        let (mut used, mut n) = (0, 0);
+        for a in launch.added_args() {
+            text[used..used + a.len()].copy_from_slice(a);
+            text[used + a.len()] = 0;
+            ptrs[n].write(text[used..].as_ptr() as usize);
+            used += a.len() + 1;
+            n += 1;
+        }
+        for i in 1..argv.len() {
+            ptrs[n].write(argv.get(i)?.as_ptr() as usize);
+            n += 1;
+        }
+        ptrs[n].write(0);
+        let ptrs = ptrs.as_ptr().cast::<*const c_char>();
+        // SAFETY: `ptrs[..=n]` was written above, the last entry NULL.
+        Some(f(unsafe { *ptrs }, ptrs))
+    })
+    .flatten()
 }
 
 /// Host mode: every child gets the guard in `LD_PRELOAD` and the same inline policy, whatever
@@ -295,9 +328,8 @@ fn with_child_env<R>(
     rewrite_env(loaded, envp, lib, last_preload, f)
 }
 
-/// The slow path of [`with_child_env`], in its own frame: its 20 KiB of buffers must not sit
-/// between the caller and the decision on every exec (in a fork child each stack page written
-/// is a page fault).
+/// The slow path of [`with_child_env`], in its own frame, with its buffers sized to the
+/// environment ([`scratch::with_words`]: on the stack for ordinary environments).
 #[inline(never)]
 fn rewrite_env<R>(
     loaded: &Loaded,
@@ -306,40 +338,63 @@ fn rewrite_env<R>(
     last_preload: Option<&[u8]>,
     f: impl FnOnce(Result<CList, Reason>) -> R,
 ) -> R {
-    // LD_PRELOAD=<guard>[:<what the loader would have used>], built in a path buffer (only the
-    // bytes written are touched: this runs on every exec of a session that rewrites).
-    let mut preload = PathBuf::new();
-    let mut fits = preload.push_bytes(b"LD_PRELOAD=").is_ok() && preload.push_bytes(lib).is_ok();
-    if let Some(rest) = last_preload.filter(|v| !v.is_empty()) {
-        fits = fits && preload.push_bytes(b":").is_ok() && preload.push_bytes(rest).is_ok();
-    }
-    if !fits {
+    // LD_PRELOAD=<guard>[:<what the loader would have used>]
+    const KEY: &[u8] = b"LD_PRELOAD=";
+    let rest = last_preload.filter(|v| !v.is_empty());
+    let preload_len = KEY.len() + lib.len() + rest.map_or(0, |r| r.len() + 1) + 1;
+    if preload_len > PATH_MAX || envp.len() > MAX_ENV {
         return f(Err(Reason::EnvironmentTooLarge));
     }
-    let preload_entry = preload.as_c_bytes().as_ptr();
-    // SAFETY: an array of MaybeUninit is valid uninitialised (no 16 KiB memset per exec).
-    let mut ptrs: [MaybeUninit<*const c_char>; MAX_ENV + 3] =
-        unsafe { MaybeUninit::<[MaybeUninit<*const c_char>; MAX_ENV + 3]>::uninit().assume_init() };
-    let mut n = 0;
-    for i in 0..envp.len() {
-        let Some(e) = envp.get(i) else { break };
-        if e.starts_with(b"LD_PRELOAD=") || e.starts_with(POLICY_PREFIX) {
-            continue;
+    let n_ptrs = envp.len() + 3;
+    let mut f = Some(f);
+    let done = scratch::with_words(n_ptrs + scratch::words_for(preload_len), |words| {
+        let (ptrs, text) = words.split_at_mut(n_ptrs);
+        // SAFETY: `text` is at least `preload_len` writable bytes, viewed as bytes.
+        let text = unsafe {
+            core::slice::from_raw_parts_mut(
+                text.as_mut_ptr().cast::<u8>(),
+                text.len() * core::mem::size_of::<usize>(),
+            )
+        };
+        let mut at = 0;
+        for part in [KEY, lib]
+            .into_iter()
+            .chain(rest.into_iter().flat_map(|r| [&b":"[..], r]))
+        {
+            text[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
         }
-        if n == MAX_ENV {
-            return f(Err(Reason::EnvironmentTooLarge));
+        text[at] = 0;
+        let mut n = 0;
+        for i in 0..envp.len() {
+            let Some(e) = envp.get(i) else { break };
+            if e.starts_with(KEY) || e.starts_with(POLICY_PREFIX) {
+                continue;
+            }
+            ptrs[n].write(e.as_ptr() as usize);
+            n += 1;
         }
-        ptrs[n].write(e.as_ptr().cast());
-        n += 1;
+        ptrs[n].write(text.as_ptr() as usize);
+        ptrs[n + 1].write(loaded.entry_ptr() as usize);
+        ptrs[n + 2].write(0);
+        // SAFETY: `ptrs[..n + 3]` is written and NULL-terminated; every entry is a C string
+        // that outlives `f`: the caller's own entries, the preload entry in `text`, and the
+        // cache's policy entry.
+        let list = unsafe { CList::new(ptrs.as_ptr().cast()) };
+        let f = f.take().expect("called once");
+        f(Ok(list))
+    });
+    match (done, f) {
+        (Some(r), _) => r,
+        (None, Some(f)) => f(Err(Reason::EnvironmentTooLarge)),
+        (None, None) => unreachable_after_run(),
     }
-    ptrs[n].write(preload_entry.cast());
-    ptrs[n + 1].write(loaded.entry_ptr());
-    ptrs[n + 2].write(core::ptr::null());
-    // SAFETY: `ptrs[..n + 3]` is written and NULL-terminated; every entry is a C string that
-    // outlives `f`: the caller's own entries, `preload` (NUL-terminated by as_c_bytes), and the
-    // cache's policy entry.
-    let list = unsafe { CList::new(ptrs.as_ptr().cast()) };
-    f(Ok(list))
+}
+
+#[cold]
+fn unreachable_after_run() -> ! {
+    // with_words returns None only before calling its closure.
+    raw::abort()
 }
 
 /// Refuses a call the engine cannot decide (the policy's audit log still gets the record).
@@ -525,14 +580,14 @@ pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
         let no_env: [&[u8]; 0] = [];
         let req = Request {
             target: Target::Path(path),
+            given_name: None,
             argv: &argv[..],
             envp: &no_env[..],
         };
-        let mut exec_as = PathBuf::new();
-        matches!(
-            decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as),
-            (Verdict::Allow(_), Some(_))
-        )
+        let mut exec_as = ExecName::new();
+        let mut launch = None;
+        let verdict = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch);
+        verdict.is_allow() && launch.is_some()
     })
 }
 

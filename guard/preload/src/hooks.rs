@@ -1,14 +1,14 @@
 //! The exported libc entry points. Each is a thin shell over [`guarded`]; the variadic ones
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
-use crate::guard::{guarded, Entry, EnvRewrite};
+use crate::guard::{guarded, guarded_as, Entry, EnvRewrite};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use execguard_os::raw::{self, libc_result, set_errno, KernelCall};
 use execguard_os::{c_bytes, CList, LibcSys};
-use execguard_policy::decide::DEFAULT_PATH;
 use execguard_policy::path::PathBuf;
-use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT, ESTALE_ETC};
-use execguard_policy::{Reason, Target};
+use execguard_policy::spawn::{child_path, ChildPath, SpawnAction};
+use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT};
+use execguard_policy::{path_candidates, search_goes_on, Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
 extern "C" {
@@ -187,12 +187,8 @@ unsafe fn exec_search(
     if name.len() > libc::FILENAME_MAX as usize {
         return fail_errno(libc::ENAMETOOLONG);
     }
-    let search = path_variable();
     let mut got_eacces = false;
-    for dir in search.split(|&c| c == b':') {
-        let Ok(mut candidate) = PathBuf::join(dir, name) else {
-            continue;
-        };
+    for mut candidate in path_candidates(variable(b"PATH="), name) {
         let c = candidate.as_c_bytes().as_ptr().cast();
         // SAFETY: `c` is NUL-terminated and lives until the end of this iteration.
         unsafe {
@@ -201,7 +197,7 @@ unsafe fn exec_search(
         }
         match errno() {
             EACCES => got_eacces = true,
-            e if ESTALE_ETC.contains(&e) => {}
+            e if search_goes_on(e) => {}
             _ => return -1,
         }
     }
@@ -214,11 +210,6 @@ unsafe fn exec_search(
 fn errno() -> c_int {
     // SAFETY: this thread's errno slot.
     unsafe { *libc::__errno_location() }
-}
-
-/// The caller's PATH, as glibc's getenv sees it: the first `PATH=` entry of `environ`.
-fn path_variable() -> &'static [u8] {
-    variable(b"PATH=").unwrap_or(DEFAULT_PATH)
 }
 
 /// The value of the first `environ` entry starting with `prefix` (`NAME=`), as getenv finds it.
@@ -246,25 +237,32 @@ unsafe fn retry_as_script(
         return -1;
     }
     const MAX_ARGS: usize = 1024;
-    let mut args: [*const c_char; MAX_ARGS + 3] = [core::ptr::null(); MAX_ARGS + 3];
-    args[0] = c"/bin/sh".as_ptr().cast();
-    args[1] = file;
-    let mut n = 2;
-    if !argv.is_null() {
-        let mut i = 1;
-        // SAFETY: argv is NULL-terminated per contract.
-        while unsafe { !(*argv.add(i)).is_null() } {
-            if n == MAX_ARGS + 2 {
-                return fail_errno(libc::E2BIG);
-            }
-            // SAFETY: i is before the terminator.
-            args[n] = unsafe { *argv.add(i) };
-            n += 1;
-            i += 1;
-        }
+    // SAFETY: argv is NULL or NULL-terminated per contract.
+    let caller = unsafe { CList::new(argv) };
+    let rest = caller.len().saturating_sub(1);
+    if rest > MAX_ARGS {
+        return fail_errno(libc::E2BIG);
     }
-    // SAFETY: `args` is NULL-terminated and its strings outlive the call.
-    unsafe { exec_path(entry, c"/bin/sh".as_ptr().cast(), args.as_ptr(), envp) }
+    // `/bin/sh file args... NULL`, in a buffer sized to them.
+    crate::scratch::with_words(rest + 3, |args| {
+        args[0].write(c"/bin/sh".as_ptr() as usize);
+        args[1].write(file as usize);
+        for i in 1..=rest {
+            // SAFETY: i is before argv's terminator.
+            args[i + 1].write(unsafe { *argv.add(i) } as usize);
+        }
+        args[rest + 2].write(0);
+        // SAFETY: `args` is NULL-terminated and its strings outlive the call.
+        unsafe {
+            exec_path(
+                entry,
+                c"/bin/sh".as_ptr().cast(),
+                args.as_ptr().cast(),
+                envp,
+            )
+        }
+    })
+    .unwrap_or_else(|| fail_errno(libc::ENOMEM))
 }
 
 #[no_mangle]
@@ -412,23 +410,121 @@ unsafe fn spawn(
         return libc::EFAULT;
     }
     // SAFETY: libc's contract.
-    let target = Target::Path(unsafe { c_bytes(path) });
-    // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
-    // (possibly rewritten) environment, valid for the duration of the call.
-    unsafe {
-        guarded(
-            entry,
-            target,
-            argv,
-            envp,
-            EnvRewrite::Allowed,
-            |exec| {
-                let (program, argv) = exec.program_or(path, argv);
-                real(pid, program, actions, attr, argv.cast(), exec.env.cast())
-            },
-            |e| e,
-        )
+    let given = unsafe { c_bytes(path) };
+    let spawn_as = |target: Target<'_>, given_name: Option<&[u8]>| {
+        // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
+        // (possibly rewritten) environment, valid for the duration of the call.
+        unsafe {
+            guarded_as(
+                entry,
+                target,
+                given_name,
+                argv,
+                envp,
+                EnvRewrite::Allowed,
+                |exec| {
+                    let (program, argv) = exec.program_or(path, argv);
+                    real(pid, program, actions, attr, argv.cast(), exec.env.cast())
+                },
+                |e| e,
+            )
+        }
+    };
+    if actions.is_null() {
+        return spawn_as(Target::Path(given), None);
     }
+    // SAFETY: glibc's file actions, per posix_spawn's contract.
+    unsafe { spawn_with_actions(entry, actions, given, spawn_as) }
+}
+
+/// The child applies the file actions before its exec: decide what it will reach (out of
+/// line: the replayed name's buffer is on the stack only when there are actions).
+///
+/// # Safety
+/// `actions` is glibc's initialised `posix_spawn_file_actions_t`.
+#[inline(never)]
+unsafe fn spawn_with_actions(
+    entry: Entry,
+    actions: *const posix_spawn_file_actions_t,
+    given: &[u8],
+    spawn_as: impl FnOnce(Target<'_>, Option<&[u8]>) -> c_int,
+) -> c_int {
+    let mut in_child = PathBuf::new();
+    // SAFETY: forwarded contract.
+    let replayed = match unsafe { spawn_actions(actions) } {
+        None => ChildPath::Same,
+        Some(list) => child_path(list, given, &mut in_child),
+    };
+    match replayed {
+        ChildPath::Same => spawn_as(Target::Path(given), None),
+        ChildPath::Rewritten => spawn_as(Target::Path(in_child.as_bytes()), Some(given)),
+        // The child's exec would fail: nothing runs, and glibc would report this.
+        ChildPath::Fails(e) => e,
+        ChildPath::TooComplex => {
+            crate::guard::refuse(entry, Reason::SpawnActions, given);
+            EACCES
+        }
+    }
+}
+
+/// glibc's `posix_spawn_file_actions_t` (spawn.h). Each recorded action is its private
+/// `struct __spawn_action` (posix/spawn_int.h, unchanged since 2.35): an `int` tag, then a
+/// union aligned to 8 bytes, 32 bytes in all.
+#[repr(C)]
+struct GlibcFileActions {
+    allocated: c_int,
+    used: c_int,
+    actions: *const u8,
+}
+
+/// The file actions as the engine's [`SpawnAction`]s, in the order the child applies them;
+/// `None` for no actions. A kind this guard does not know is `Unknown`, which the replay
+/// refuses.
+///
+/// # Safety
+/// `actions` is NULL or an initialised glibc `posix_spawn_file_actions_t`.
+unsafe fn spawn_actions<'a>(
+    actions: *const posix_spawn_file_actions_t,
+) -> Option<impl Iterator<Item = SpawnAction<'a>>> {
+    if actions.is_null() {
+        return None;
+    }
+    // SAFETY: glibc's public layout of the type (spawn.h).
+    let fa = unsafe { &*actions.cast::<GlibcFileActions>() };
+    if fa.used <= 0 || fa.actions.is_null() {
+        return None;
+    }
+    let base = fa.actions;
+    Some((0..fa.used as usize).map(move |i| {
+        // SAFETY: `used` actions of 32 bytes each were recorded by glibc at `actions`; the
+        // union starts at offset 8.
+        unsafe {
+            let a = base.add(i * 32);
+            let tag = core::ptr::read_unaligned(a.cast::<c_int>());
+            let int_at = |off: usize| core::ptr::read_unaligned(a.add(8 + off).cast::<c_int>());
+            let str_at = |off: usize| {
+                c_bytes(core::ptr::read_unaligned(
+                    a.add(8 + off).cast::<*const c_char>(),
+                ))
+            };
+            match tag {
+                0 => SpawnAction::Close(int_at(0)),
+                1 => SpawnAction::Dup2 {
+                    from: int_at(0),
+                    to: int_at(4),
+                },
+                2 => SpawnAction::Open {
+                    fd: int_at(0),
+                    path: str_at(8),
+                },
+                3 => SpawnAction::Chdir(str_at(0)),
+                4 => SpawnAction::Fchdir(int_at(0)),
+                5 => SpawnAction::CloseFrom(int_at(0)),
+                6 => SpawnAction::Other,
+                _ => SpawnAction::Unknown,
+            }
+        }
+    }))
 }
 
 #[no_mangle]
@@ -468,10 +564,7 @@ pub unsafe extern "C" fn posix_spawnp(
         return unsafe { spawn(Entry::PosixSpawnp, pid, file, actions, attr, argv, envp) };
     }
     let mut result = ENOENT;
-    for dir in path_variable().split(|&c| c == b':') {
-        let Ok(mut candidate) = PathBuf::join(dir, name) else {
-            continue;
-        };
+    for mut candidate in path_candidates(variable(b"PATH="), name) {
         if !LibcSys.is_executable(candidate.as_bytes()) {
             if LibcSys.stat(candidate.as_bytes()).is_ok() {
                 result = EACCES; // exists but not executable: glibc's child would get EACCES
@@ -482,6 +575,7 @@ pub unsafe extern "C" fn posix_spawnp(
         // SAFETY: `c` is NUL-terminated and alive for the call.
         match unsafe { spawn(Entry::PosixSpawnp, pid, c, actions, attr, argv, envp) } {
             EACCES => result = EACCES, // refused: keep searching, as for a noexec mount
+            e if e != 0 && search_goes_on(e) => {}
             other => return other,
         }
     }

@@ -16,6 +16,7 @@
 
 mod guard;
 mod hooks;
+mod scratch;
 mod state;
 mod symbols;
 
