@@ -305,13 +305,14 @@ fn prepare(
     let seal = session.profile == execguard_policy::Profile::Strict;
     let mut sealed = seal;
     if seal {
-        if let Err(errno) = execguard_seal::kernel_abi() {
+        // The partition's own test (ABI 2 at least: without REFER, renames across
+        // directories would fail), so a kernel it refuses is known here, not after the drop.
+        if let Err(e) = execguard_seal::partition_abi() {
             if !session.allow_unsealed {
                 return Err(Refusal::new(
-                    "seal_unavailable",
+                    e.code(),
                     format!(
-                        "the kernel cannot enforce Landlock ({}); set {}=1 to run strict unsealed at reduced assurance",
-                        std::io::Error::from_raw_os_error(errno),
+                        "{e}; set {}=1 to run strict unsealed at reduced assurance",
                         crate::env::VAR_ALLOW_UNSEALED
                     ),
                 ));
