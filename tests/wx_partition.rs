@@ -619,3 +619,36 @@ fn a_toolchain_dir_a_session_creates_never_runs_later() {
         );
     }
 }
+
+/// The session is scoped from the processes outside it (Landlock ABI 6): it cannot signal
+/// them (the supervisor that quarantines a strict session's repository, the operator's own
+/// programs), while signals among its own processes work as ever.
+#[test]
+fn the_session_cannot_signal_processes_outside_it() {
+    if execguard_seal::kernel_abi().is_ok_and(|abi| abi < 6) {
+        execguard_testkit::skip("signal scoping: this kernel's Landlock ABI is below 6");
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "signal-scope");
+        let mut outside = Command::new("sleep");
+        outside.arg("60");
+        who.apply(&mut outside);
+        let mut outside = outside.spawn().unwrap();
+        let script = format!(
+            "kill -0 {pid} 2>/dev/null; echo outside=$?; sleep 30 & kill $! ; wait $!; echo inside=$?",
+            pid = outside.id()
+        );
+        let out = w.session(&[], &script);
+        let _ = outside.kill();
+        let _ = outside.wait();
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("outside=1"),
+            "[{}] {stdout}{}",
+            who.label(),
+            text(&out.stderr)
+        );
+        assert!(stdout.contains("inside=143"), "[{}] {stdout}", who.label());
+    }
+}

@@ -27,7 +27,7 @@ pub use report::{Assurance, Enforcement, LandlockReport, MountReport, RuleReport
 
 use landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, ABI,
+    RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use std::path::{Path, PathBuf};
 
@@ -445,9 +445,17 @@ fn landlock_rules(
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(handled)
-        .map_err(apply("handle the execute and write rights"))?
-        .create()
-        .map_err(apply("create the ruleset"))?;
+        .map_err(apply("handle the execute and write rights"))?;
+    // ABI 6: the session can neither signal processes outside it (the supervisor that
+    // quarantines a strict session's repository when it ends, the operator's own programs)
+    // nor connect to their abstract UNIX sockets.
+    let scoped = abi >= 6;
+    if scoped {
+        ruleset = ruleset
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .map_err(apply("scope signals and abstract sockets"))?;
+    }
+    let mut ruleset = ruleset.create().map_err(apply("create the ruleset"))?;
     let mut rules = Vec::new();
     for grant in plan(partition, abi, mounts_protect_exec_dirs) {
         // A path that does not exist (yet), vanished since it was listed, or that this user
@@ -475,6 +483,11 @@ fn landlock_rules(
     Ok(LandlockReport {
         abi,
         handled: report::right_names(handled),
+        scoped: if scoped {
+            vec!["signal", "abstract_unix_socket"]
+        } else {
+            Vec::new()
+        },
         exec_dirs_read_only_by: if partition.exec_dirs.is_empty() {
             "none"
         } else if mounts_protect_exec_dirs {

@@ -25,6 +25,8 @@ pub struct LandlockReport {
     pub abi: i64,
     /// The rights the ruleset handles (everything else is not restricted by Landlock).
     pub handled: Vec<&'static str>,
+    /// What the session is scoped from outside it (ABI 6): `signal`, `abstract_unix_socket`.
+    pub scoped: Vec<&'static str>,
     /// How the exec dirs inside the write set are kept read-only: `read_only_mount` (the
     /// write rights cover whole roots), `landlock_split` (the write rights are granted around
     /// them, so a root that holds one cannot get new entries itself), or `none`.
@@ -123,9 +125,14 @@ impl Enforcement {
         let mut out = vec![
             format!("assurance: {}", self.assurance),
             format!(
-                "landlock: ABI {}, handles {}",
+                "landlock: ABI {}, handles {}; scoped from outside: {}",
                 self.landlock.abi,
-                self.landlock.handled.join(" ")
+                self.landlock.handled.join(" "),
+                if self.landlock.scoped.is_empty() {
+                    "nothing (ABI < 6)".to_string()
+                } else {
+                    self.landlock.scoped.join(" ")
+                }
             ),
             format!(
                 "landlock rules: {} execute (outside the write set), {} exec dirs, {} write, {} both; exec dirs read-only by {}",
