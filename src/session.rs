@@ -44,21 +44,30 @@ pub fn default_policy(
         policy_path(&workspace)?
     );
     let mut mutable_roots = sides.mutable_roots.clone();
-    if let Some(audit) = audit {
-        let audit = absolute(audit)?;
-        text.push_str(&format!("audit_log = \"{}\"\n", policy_path(&audit)?));
-        // A log outside the write set joins it, as a file: every layer then treats it as
-        // written, never run (the guard refuses to load it, Landlock to execute it, the
-        // mount namespace makes it noexec).
-        let inside = |roots: &[PathBuf]| roots.iter().any(|r| audit.starts_with(r));
+    // A file the session writes outside the write set (the audit log, an inherited output
+    // file) joins it, as a file: every layer then treats it as written, never run (the guard
+    // refuses to load it, Landlock to execute it, the mount namespace makes it noexec).
+    let add_file = |file: PathBuf, roots: &mut Vec<PathBuf>| {
         let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
             .iter()
             .any(|r| {
-                audit.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
+                file.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
             });
-        if !builtin && !audit.starts_with(&workspace) && !inside(&mutable_roots) {
-            mutable_roots.push(audit);
+        if !builtin
+            && !file.starts_with(&workspace)
+            && !file.starts_with("/dev")
+            && !roots.iter().any(|r| file.starts_with(r))
+        {
+            roots.push(file);
         }
+    };
+    if let Some(audit) = audit {
+        let audit = absolute(audit)?;
+        text.push_str(&format!("audit_log = \"{}\"\n", policy_path(&audit)?));
+        add_file(audit, &mut mutable_roots);
+    }
+    for file in &sides.inherited_files {
+        add_file(file.clone(), &mut mutable_roots);
     }
     if seal {
         text.push_str("seal = true\n");
@@ -154,6 +163,9 @@ pub struct HostSides {
     pub discovered: Vec<PathBuf>,
     /// Found, but not in the operator's record: written, never run.
     pub unrecorded: Vec<PathBuf>,
+    /// Regular files the session inherits open for writing (a redirected `>log`, `3>out`):
+    /// the session writes them, so they join the write set as files.
+    pub inherited_files: Vec<PathBuf>,
 }
 
 /// The user's changes to the discovered exec dirs (`--exec-dir`, `--no-exec-dir`).
@@ -182,6 +194,48 @@ pub const HOME_TOOLCHAINS: [&str; 6] = [
 /// in the workspace (what a session wrote there must not become a program), then the user's
 /// changes. An exec dir inside another one is dropped (the outer one covers it).
 pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
+    let mut sides = host_dirs(workspace, choice)?;
+    sides.inherited_files = inherited_writable_files();
+    Ok(sides)
+}
+
+/// The regular files this process passes on open for writing (descriptors without
+/// close-on-exec): through such a descriptor a session could write a program into a file on
+/// the execute side, then load it by `/proc/self/fd/N`.
+fn inherited_writable_files() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    // The directory's own descriptor is listed too (close-on-exec, so skipped below).
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Some(fd) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: fcntl on a descriptor number only reads its flags; a closed one fails.
+        let (fd_flags, fl_flags) = unsafe {
+            (
+                libc::fcntl(fd, libc::F_GETFD),
+                libc::fcntl(fd, libc::F_GETFL),
+            )
+        };
+        if fd_flags < 0 || fl_flags < 0 || fd_flags & libc::FD_CLOEXEC != 0 {
+            continue;
+        }
+        if fl_flags & libc::O_ACCMODE == libc::O_RDONLY {
+            continue;
+        }
+        let Ok(path) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        if path.is_absolute() && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
@@ -441,7 +495,7 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
                 detail: format!("{}: {e}", log.display()),
             })?;
     }
-    execguard_seal::seal(
+    let enforcement = execguard_seal::seal(
         &partition(policy),
         &execguard_seal::Options {
             memfd_noexec: policy.profile() == Profile::Strict,
@@ -451,7 +505,74 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
                 p => Some(p.as_str()),
             },
         },
-    )
+    )?;
+    reopen_inherited_files();
+    Ok(enforcement)
+}
+
+/// An inherited descriptor opened before the session's `noexec` binds still refers to the
+/// file through its old mount, where the loader may map it executable (`ld.so
+/// /proc/self/fd/3`). Each inherited writable file is opened again through the session's
+/// mounts and put in its place (same number, access mode, append flag and offset), when it
+/// is still the same file; one that cannot be is left as it is (the guard still refuses to
+/// load it: it is in the write set).
+fn reopen_inherited_files() {
+    use std::os::fd::IntoRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<(i32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let fd = e.file_name().to_str()?.parse::<i32>().ok()?;
+            Some((fd, std::fs::read_link(e.path()).ok()?))
+        })
+        .collect();
+    for (fd, path) in fds {
+        // SAFETY: fcntl and fstat on a descriptor number only read its state.
+        let (fd_flags, fl_flags) = unsafe {
+            (
+                libc::fcntl(fd, libc::F_GETFD),
+                libc::fcntl(fd, libc::F_GETFL),
+            )
+        };
+        if fd_flags < 0
+            || fd_flags & libc::FD_CLOEXEC != 0
+            || fl_flags & libc::O_ACCMODE == libc::O_RDONLY
+        {
+            continue;
+        }
+        let Ok(old) = std::fs::metadata(format!("/proc/self/fd/{fd}")) else {
+            continue;
+        };
+        if !old.is_file() {
+            continue;
+        }
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true)
+            .read(fl_flags & libc::O_ACCMODE == libc::O_RDWR)
+            .append(fl_flags & libc::O_APPEND != 0)
+            .custom_flags(libc::O_NOFOLLOW);
+        let Ok(new) = open.open(&path) else { continue };
+        let same = new
+            .metadata()
+            .is_ok_and(|m| (m.dev(), m.ino()) == (old.dev(), old.ino()));
+        if !same {
+            continue;
+        }
+        let new = new.into_raw_fd();
+        // SAFETY: `fd` and `new` are open descriptors of this single-threaded process; dup2
+        // replaces `fd` atomically, lseek only moves the new description's offset.
+        unsafe {
+            let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
+            if offset >= 0 {
+                libc::lseek(new, offset, libc::SEEK_SET);
+            }
+            libc::dup2(new, fd);
+            libc::close(new);
+        }
+    }
 }
 
 /// The session's start record of what it is held to (the one audit schema: tool `run`, entry

@@ -652,3 +652,46 @@ fn the_session_cannot_signal_processes_outside_it() {
         assert!(stdout.contains("inside=143"), "[{}] {stdout}", who.label());
     }
 }
+
+/// A file the session inherits open for writing (`3>out.log`, a redirected stdout) lies
+/// outside the write set, yet the session writes it: it joins the write set as a file, so a
+/// program written through the descriptor neither executes nor loads (red-team finding:
+/// `ld.so /proc/self/fd/3` ran it).
+#[test]
+fn an_inherited_output_file_is_written_never_run() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "inherited-fd");
+        let out_file = w.owned.join("out.log");
+        let inner = format!(
+            "cat {payload} >&3; /lib64/ld-linux-x86-64.so.2 /proc/self/fd/3; echo loader=$?; {wx} loader /proc/self/fd/3; echo static=$?",
+            payload = s(&tools().argv),
+            wx = s(&wx),
+        );
+        let mut c = Command::new("/bin/sh");
+        who.apply(&mut c);
+        c.arg("-c")
+            .arg(format!(
+                "exec {cli} run --workspace {ws} -- /bin/sh -c '{inner}' 3>{out}",
+                cli = s(&tools().cli),
+                ws = s(&w.ws),
+                out = s(&out_file),
+            ))
+            .env("HOME", &w.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null());
+        let out = c.output().unwrap();
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let label = who.label();
+        assert!(
+            !stdout.contains("ARGV"),
+            "[{label}] the written program ran\n{stdout}\n{stderr}"
+        );
+        assert!(
+            stdout.contains("loader=126"),
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(stdout.contains("static="), "[{label}] {stdout}\n{stderr}");
+    }
+}
