@@ -279,11 +279,14 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
         None if !choice.record => {}
         None => {
             write_exec_dir_record(&record, &sides.discovered)?;
-            eprintln!(
-                "execguard: recorded {} exec dir(s) in {}: later sessions run programs from those alone (edit it outside a session to change them)",
-                sides.discovered.len(),
-                record.display()
-            );
+            // Said when there is something to say: a home with no toolchain records nothing.
+            if !sides.discovered.is_empty() {
+                eprintln!(
+                    "execguard: recorded {} exec dir(s) in {}: later sessions run programs from those alone (edit it outside a session to change them)",
+                    sides.discovered.len(),
+                    record.display()
+                );
+            }
         }
         Some(_) => {
             for dir in &sides.unrecorded {
