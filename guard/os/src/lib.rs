@@ -65,19 +65,10 @@ fn with_long_c_path<R>(path: &[u8], f: impl FnOnce(*const c_char) -> R) -> Resul
 pub fn proc_fd_path(fd: c_int, out: &mut [u8; 32]) -> *const c_char {
     const PREFIX: &[u8] = b"/proc/self/fd/";
     out[..PREFIX.len()].copy_from_slice(PREFIX);
-    let mut digits = [0u8; 12];
-    let mut n = fd.unsigned_abs();
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let len = digits.len() - i;
-    out[PREFIX.len()..PREFIX.len() + len].copy_from_slice(&digits[i..]);
+    let mut digits = [0u8; 20];
+    let digits = execguard_policy::text::decimal(u64::from(fd.unsigned_abs()), &mut digits);
+    let len = digits.len();
+    out[PREFIX.len()..PREFIX.len() + len].copy_from_slice(digits);
     out[PREFIX.len() + len] = 0;
     out.as_ptr().cast()
 }

@@ -77,18 +77,9 @@ impl Out<'_> {
         self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
         self.len += n;
     }
-    fn num(&mut self, mut v: u64) {
+    fn num(&mut self, v: u64) {
         let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.raw(&digits[i..]);
+        self.raw(crate::text::decimal(v, &mut digits));
     }
     /// A JSON string. Valid UTF-8 passes through; other bytes are written as `\u00XX`.
     fn string(&mut self, s: &[u8]) {

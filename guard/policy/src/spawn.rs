@@ -108,18 +108,12 @@ fn write_fd_path(k: i32, out: &mut PathBuf) -> Option<()> {
 }
 
 fn push_decimal(out: &mut PathBuf, n: i32) -> Option<()> {
-    let mut digits = [0u8; 11];
-    let mut v = n.unsigned_abs();
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.push_bytes(&digits[i..]).ok()
+    let mut digits = [0u8; 20];
+    out.push_bytes(crate::text::decimal(
+        u64::from(n.unsigned_abs()),
+        &mut digits,
+    ))
+    .ok()
 }
 
 /// A path that names an open descriptor of the process resolving it: `/proc/self/fd/N`,

@@ -22,8 +22,35 @@ impl core::fmt::Debug for Lossy<'_> {
     }
 }
 
+/// The decimal digits of `v`, written at the end of `buf` (no allocation: the guard formats
+/// descriptor numbers and audit fields with it).
+pub fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
 /// Splits `s` at blanks (space, tab), skipping empty pieces.
 pub fn words(s: &[u8]) -> impl Iterator<Item = &[u8]> {
     s.split(|&c| c == b' ' || c == b'\t')
         .filter(|w| !w.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_digits() {
+        let mut b = [0u8; 20];
+        assert_eq!(decimal(0, &mut b), b"0");
+        assert_eq!(decimal(42, &mut b), b"42");
+        assert_eq!(decimal(u64::MAX, &mut b), b"18446744073709551615");
+    }
 }
