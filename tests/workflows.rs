@@ -172,6 +172,12 @@ fn git_everyday() {
              {GIT_SETUP} && git -c protocol.file.allow=always submodule add -q ../lib lib && \
              git commit -qm sub && git submodule status"),
         );
+        s.ok(
+            "git config --global",
+            "git config --global user.name 'Global Dev' && git config --global init.defaultBranch trunk && \
+             git init -q fresh && cd fresh && git config user.name | grep -q 'Global Dev' && \
+             git symbolic-ref HEAD | grep -q trunk",
+        );
         s.ok("git hooks run", &format!(
             "{GIT_SETUP} && printf '#!/bin/sh\\ntouch ../hook-ran\\n' > .git/hooks/pre-commit && \
              chmod +x .git/hooks/pre-commit && echo h >> a && git commit -qam h && test -f ../hook-ran"));
