@@ -515,10 +515,12 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
 
 /// An inherited descriptor opened before the session's `noexec` binds still refers to the
 /// file through its old mount, where the loader may map it executable (`ld.so
-/// /proc/self/fd/3`). Each inherited writable file is opened again through the session's
-/// mounts and put in its place (same number, access mode, append flag and offset), when it
-/// is still the same file; one that cannot be is left as it is (the guard still refuses to
-/// load it: it is in the write set).
+/// /proc/self/fd/3`). Each inherited file opened for appending is opened again through the
+/// session's mounts and put in its place (same number and access mode), when it is still the
+/// same file. Others are left as they are: a descriptor without `O_APPEND` shares its offset
+/// with the processes outside, and a new open would split it (the guard still refuses to load
+/// such a file, which is in the write set; a static caller could map it: README, known
+/// limits).
 fn reopen_inherited_files() {
     use std::os::fd::IntoRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -540,9 +542,12 @@ fn reopen_inherited_files() {
                 libc::fcntl(fd, libc::F_GETFL),
             )
         };
+        // Only descriptors opened for appending: any other shares its offset with the
+        // processes outside (`{ a; execguard run b; c; } > log`), which a new open would not.
         if fd_flags < 0
             || fd_flags & libc::FD_CLOEXEC != 0
             || fl_flags & libc::O_ACCMODE == libc::O_RDONLY
+            || fl_flags & libc::O_APPEND == 0
         {
             continue;
         }

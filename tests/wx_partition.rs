@@ -653,7 +653,7 @@ fn the_session_cannot_signal_processes_outside_it() {
     }
 }
 
-/// A file the session inherits open for writing (`3>out.log`, a redirected stdout) lies
+/// A file the session inherits open for appending (`3>>out.log`, a redirected stdout) lies
 /// outside the write set, yet the session writes it: it joins the write set as a file, so a
 /// program written through the descriptor neither executes nor loads (red-team finding:
 /// `ld.so /proc/self/fd/3` ran it).
@@ -672,7 +672,7 @@ fn an_inherited_output_file_is_written_never_run() {
         who.apply(&mut c);
         c.arg("-c")
             .arg(format!(
-                "exec {cli} run --workspace {ws} -- /bin/sh -c '{inner}' 3>{out}",
+                "exec {cli} run --workspace {ws} -- /bin/sh -c '{inner}' 3>>{out}",
                 cli = s(&tools().cli),
                 ws = s(&w.ws),
                 out = s(&out_file),
@@ -693,5 +693,41 @@ fn an_inherited_output_file_is_written_never_run() {
             "[{label}] {stdout}\n{stderr}"
         );
         assert!(stdout.contains("static="), "[{label}] {stdout}\n{stderr}");
+    }
+}
+
+/// A session whose output goes to a file shares that file's offset with the commands around
+/// it, as any command does (red-team finding: reopened descriptors overwrote each other).
+#[test]
+fn output_redirected_to_a_file_keeps_its_order() {
+    for who in identities() {
+        let w = World::new(who, "redirect");
+        let log = w.owned.join("log");
+        let mut c = Command::new("/bin/sh");
+        who.apply(&mut c);
+        c.arg("-c")
+            .arg(format!(
+                "{{ echo start; {cli} run --workspace {ws} -- sh -c 'echo out-1; echo err-2 >&2; echo out-3' 2>&1; echo end; }} > {log}",
+                cli = s(&tools().cli),
+                ws = s(&w.ws),
+                log = s(&log),
+            ))
+            .env("HOME", &w.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null());
+        let out = c.output().unwrap();
+        let got = std::fs::read_to_string(&log).unwrap();
+        let got: Vec<&str> = got
+            .lines()
+            .filter(|l| !l.starts_with("execguard:"))
+            .collect();
+        assert_eq!(
+            got,
+            ["start", "out-1", "err-2", "out-3", "end"],
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
     }
 }
