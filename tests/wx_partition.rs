@@ -731,3 +731,23 @@ fn output_redirected_to_a_file_keeps_its_order() {
         );
     }
 }
+
+/// TIOCSTI would type commands into the operator's terminal, to run unguarded after the
+/// session (red-team finding): the filter refuses it (EPERM, where a non-terminal says ENOTTY).
+#[test]
+fn the_session_cannot_type_into_a_terminal() {
+    for who in identities() {
+        let w = World::new(who, "tiocsti");
+        let out = w.session(
+            &[],
+            "python3 -c 'import fcntl, termios\ntry:\n    fcntl.ioctl(0, termios.TIOCSTI, b\"x\")\nexcept OSError as e:\n    print(\"errno\", e.errno)'",
+        );
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("errno 1"),
+            "[{}] {stdout}{}",
+            who.label(),
+            text(&out.stderr)
+        );
+    }
+}

@@ -121,6 +121,18 @@ fn build(memfd_noexec: bool) -> Result<(Vec<BpfProgram>, Vec<String>), seccompil
         add(nr, vec![]);
         lines.push(format!("{name}: EPERM"));
     }
+    // TIOCSTI pushes bytes into a terminal's input: the session would type commands into the
+    // operator's shell, to run unguarded once the session ends.
+    add(
+        libc::SYS_ioctl,
+        vec![SeccompRule::new(vec![SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::TIOCSTI,
+        )?])?],
+    );
+    lines.push("ioctl(TIOCSTI): EPERM".into());
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| seccompiler::BackendError::InvalidTargetArch(std::env::consts::ARCH.into()))?;
