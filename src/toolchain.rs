@@ -577,6 +577,15 @@ pub fn supervise_repository(
     if snapshots.is_empty() {
         return Ok(());
     }
+    // Orphans of the session become this process's children, so that none outlives the
+    // session to plant again after the quarantine (not inherited by the child).
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes an integer and changes only this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        bail!(
+            "cannot make the session supervisor a subreaper: {}",
+            std::io::Error::last_os_error()
+        );
+    }
     // SAFETY: fork has no preconditions; `execguard run` is single-threaded here, so the child
     // may go on running Rust code.
     let child = unsafe { libc::fork() };
@@ -611,6 +620,7 @@ pub fn supervise_repository(
             break;
         }
     }
+    end_remaining_processes();
     execguard_wrappers::takeover::finish_session(
         &snapshots,
         home.as_deref(),
@@ -626,6 +636,41 @@ pub fn supervise_repository(
         1
     };
     std::process::exit(code)
+}
+
+/// Ends what is left of the session once its first process has exited: every process
+/// reparented to this subreaper (a `setsid` daemon, a double fork) is killed and reaped, until
+/// none is left, so nothing of the session can write the repository again after the
+/// quarantine.
+fn end_remaining_processes() {
+    let children = format!("/proc/self/task/{}/children", std::process::id());
+    for _ in 0..1000 {
+        let pids: Vec<libc::pid_t> = std::fs::read_to_string(&children)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        for &pid in &pids {
+            // SAFETY: kill takes a pid and a signal; these are this process's own children.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let mut reaped = false;
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is a valid out-pointer; WNOHANG never blocks.
+            let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if r <= 0 {
+                break;
+            }
+            reaped = true;
+        }
+        if pids.is_empty() && !reaped {
+            return;
+        }
+        if !reaped {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -200,6 +200,18 @@ fn start(mut prepared: Prepared) -> i32 {
         }
     };
     if let Some(t) = &prepared.takeover {
+        // Nothing of the session may outlive it and plant again after the quarantine: as PID 1,
+        // end every other process of the container first (only as PID 1: elsewhere kill(-1)
+        // would reach processes outside the container).
+        if std::process::id() == 1 {
+            // SAFETY: kill(-1) from PID 1 signals every other process of its pid namespace.
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            while {
+                let mut status = 0;
+                // SAFETY: `status` is a valid out-pointer.
+                unsafe { libc::waitpid(-1, &mut status, 0) > 0 }
+            } {}
+        }
         execguard_wrappers::takeover::finish_session(
             &t.snapshots,
             Some(&t.home),
