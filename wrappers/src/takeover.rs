@@ -304,7 +304,21 @@ impl Snapshot {
                 .collect();
             if !added.is_empty() {
                 let why = format!("command-running config added: {}", added.join(", "));
-                save(&p, why, recorded.as_ref(), &mut out)?;
+                let inside = p.starts_with(&self.common_dir) || p.starts_with(&self.git_dir);
+                if inside || recorded.is_some() {
+                    save(&p, why, recorded.as_ref(), &mut out)?;
+                } else {
+                    // A file outside the repository that a new include names: the include is
+                    // quarantined with the repository's config, and the file is left where it
+                    // is (the supervisor may be root: it must not move a file of someone
+                    // else's that the session merely named).
+                    out.push(Quarantined {
+                        path: p.clone(),
+                        saved_as: None,
+                        why: format!("{why} (outside the repository: left in place, inspect it)"),
+                        restored: false,
+                    });
+                }
             }
         }
         Ok(out)

@@ -184,3 +184,26 @@ fn a_workspace_of_checkouts_and_a_submodules_git_dir_are_covered() {
     assert!(!module.join("hooks/post-checkout").exists());
     fs::remove_dir_all(&ws).unwrap();
 }
+
+/// A file outside the repository that a planted include names is not moved (the supervisor may
+/// be root: red-team finding, it moved a root-owned file the session merely named); the
+/// include itself is quarantined with the repository's config.
+#[test]
+fn a_file_a_new_include_names_is_left_in_place() {
+    let d = repo("new-include");
+    let outside = d.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let victim = outside.join("victim");
+    fs::write(&victim, "[core]\n\teditor = vim\n").unwrap();
+    let snap = Snapshot::record(&d, None).unwrap().unwrap();
+    git(&d, &["config", "include.path", victim.to_str().unwrap()]);
+    let q = snap.quarantine("t", None).unwrap();
+    assert!(victim.exists(), "the named file was moved: {q:?}");
+    assert!(
+        !fs::read_to_string(d.join(".git/config"))
+            .unwrap()
+            .contains("include"),
+        "the include stayed: {q:?}"
+    );
+    fs::remove_dir_all(&d).unwrap();
+}
