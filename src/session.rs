@@ -195,16 +195,16 @@ pub const HOME_TOOLCHAINS: [&str; 6] = [
 /// changes. An exec dir inside another one is dropped (the outer one covers it).
 pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     let mut sides = host_dirs(workspace, choice)?;
-    sides.inherited_files = inherited_writable_files();
+    sides.inherited_files = inherited_writable_files()?;
     Ok(sides)
 }
 
 /// The regular files this process passes on open for writing (descriptors without
 /// close-on-exec): through such a descriptor a session could write a program into a file on
 /// the execute side, then load it by `/proc/self/fd/N`.
-fn inherited_writable_files() -> Vec<PathBuf> {
+fn inherited_writable_files() -> Result<Vec<PathBuf>> {
     let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     // The directory's own descriptor is listed too (close-on-exec, so skipped below).
     let mut out = Vec::new();
@@ -225,14 +225,24 @@ fn inherited_writable_files() -> Vec<PathBuf> {
         if fl_flags & libc::O_ACCMODE == libc::O_RDONLY {
             continue;
         }
+        // The descriptor's own file (the magic link), whatever its name says.
+        if !std::fs::metadata(e.path()).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
         let Ok(path) = std::fs::read_link(e.path()) else {
             continue;
         };
-        if path.is_absolute() && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
-            out.push(path);
+        if !path.is_absolute() || !path.is_file() {
+            // Deleted, a memfd or an O_TMPFILE: no name the partition could cover, so a
+            // program written through it could be run from /proc/self/fd.
+            bail!(
+                "inherited_fd_unnamed: descriptor {fd} is open for writing on a file with no name on disk ({}); close it before execguard run (e.g. {fd}>&-)",
+                path.display()
+            );
         }
+        out.push(path);
     }
-    out
+    Ok(out)
 }
 
 fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {

@@ -751,3 +751,35 @@ fn the_session_cannot_type_into_a_terminal() {
         );
     }
 }
+
+/// A descriptor open for writing on a file with no name (deleted, a memfd) cannot be covered
+/// by the partition: the session refuses to start (red-team finding: a static loader ran a
+/// program written through it).
+#[test]
+fn an_inherited_writable_unnamed_file_refuses_the_start() {
+    for who in identities() {
+        let w = World::new(who, "unnamed-fd");
+        let gone = w.owned.join("gone");
+        let mut c = Command::new("/bin/sh");
+        who.apply(&mut c);
+        c.arg("-c")
+            .arg(format!(
+                "exec 4>{gone}; rm {gone}; exec {cli} run --workspace {ws} -- true",
+                gone = s(&gone),
+                cli = s(&tools().cli),
+                ws = s(&w.ws),
+            ))
+            .env("HOME", &w.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null());
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "[{}]", who.label());
+        assert!(
+            text(&out.stderr).contains("inherited_fd_unnamed"),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
+    }
+}
