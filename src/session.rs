@@ -277,6 +277,7 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     // Only the exec dirs the operator's record names: a toolchain directory that a session
     // created (`~/.local/bin`, say) must not become executable for the next session.
     let record = exec_dir_record(&home);
+    check_record_place(&record, &workspace)?;
     let recorded = read_exec_dir_record(&record)?;
     let mut sides = sides_from(
         &workspace,
@@ -325,21 +326,74 @@ pub fn exec_dir_record(home: &Path) -> PathBuf {
 }
 
 /// The recorded exec dirs; `None` when there is no record yet.
+/// The record's directory becomes an exec dir (read-only in sessions): it must be that
+/// directory itself, reached through no symlink (one planted before the first run would make
+/// its target executable), and never inside the workspace.
+fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
+    let Some(dir) = record.parent() else {
+        return Ok(());
+    };
+    // Check the part of the path that exists.
+    let mut existing = dir.to_path_buf();
+    while !existing.exists() {
+        if !existing.pop() {
+            return Ok(());
+        }
+    }
+    let canonical = existing.canonicalize()?;
+    if canonical != existing || std::fs::symlink_metadata(&existing).is_ok_and(|m| !m.is_dir()) {
+        bail!(
+            "exec_dir_record_untrusted: {} is reached through a symlink (to {}); remove the link, execguard run makes the directory itself",
+            existing.display(),
+            canonical.display()
+        );
+    }
+    if dir.starts_with(workspace) {
+        bail!(
+            "exec_dir_record_untrusted: the exec-dir record {} lies in the workspace {}, which the session writes; use a workspace that does not hold ~/.config",
+            record.display(),
+            workspace.display()
+        );
+    }
+    Ok(())
+}
+
+/// The recorded exec dirs that are still the directory the record names; `None` when there
+/// is no record yet. A line may carry the directory's identity (`PATH<TAB>DEV:INO`, as a run
+/// writes it): a directory of that name that is another one now (removed, then made again, say
+/// by a session) does not count. A line without one (added by hand) counts by its name.
 fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
-    match std::fs::read_to_string(record) {
-        Ok(text) => Ok(Some(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(PathBuf::from)
-                .collect(),
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+    use std::os::unix::fs::MetadataExt;
+    let text = match std::fs::read_to_string(record) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => bail!(
             "exec_dir_record_unreadable: {}: {e}; fix or remove it",
             record.display()
         ),
+    };
+    let mut dirs = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (path, id) = match line.split_once('\t') {
+            Some((p, id)) => (PathBuf::from(p), Some(id.trim())),
+            None => (PathBuf::from(line), None),
+        };
+        let now = std::fs::metadata(&path)
+            .ok()
+            .map(|m| format!("{}:{}", m.dev(), m.ino()));
+        match (id, now) {
+            (Some(id), Some(now)) if id != now => eprintln!(
+                "execguard: notice: {} is not the directory {} recorded (it was made again): in this session it is written, never run (record it again outside a session)",
+                path.display(),
+                record.display()
+            ),
+            _ => dirs.push(path),
+        }
     }
+    Ok(Some(dirs))
 }
 
 fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
@@ -352,10 +406,16 @@ fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let mut text = String::from(
         "# Directories inside $HOME that execguard sessions may run programs from (read-only\n\
-         # inside a session). One canonical path a line; written by the first execguard run.\n",
+         # inside a session). One canonical path a line, with the directory's identity after a\n\
+         # tab (DEV:INO): the same name made again is not the recorded directory. Written by the\n\
+         # first execguard run; a line added by hand may leave the identity out.\n",
     );
     for d in dirs {
+        use std::os::unix::fs::MetadataExt;
         text.push_str(&d.to_string_lossy());
+        if let Ok(m) = std::fs::metadata(d) {
+            text.push_str(&format!("\t{}:{}", m.dev(), m.ino()));
+        }
         text.push('\n');
     }
     std::fs::write(record, text).with_context(|| format!("cannot write {}", record.display()))

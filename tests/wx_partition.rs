@@ -783,3 +783,61 @@ fn an_inherited_writable_unnamed_file_refuses_the_start() {
         );
     }
 }
+
+/// The record names directories, not just names: a recorded exec dir removed and made again
+/// (by a session) is not the recorded one; and the record's place may not be a planted
+/// symlink (red-team findings).
+#[test]
+fn the_exec_dir_record_trusts_directories_not_names() {
+    for who in identities() {
+        let w = World::new(who, "record-identity");
+        assert!(w.session(&[], "true").status.success());
+        std::fs::remove_dir_all(&w.local_bin).unwrap();
+        let planted = w.local_bin.join("planted");
+        let out = w.session(
+            &[],
+            &format!(
+                "mkdir -p {bin} && cp {payload} {planted} && chmod +x {planted}",
+                bin = s(&w.local_bin),
+                payload = s(&tools().argv),
+                planted = s(&planted)
+            ),
+        );
+        assert!(planted.exists(), "[{}] {}", who.label(), text(&out.stderr));
+        let out = w.session(&[], &format!("{}; echo rc=$?", s(&planted)));
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("rc=126") && !stdout.contains("ARGV"),
+            "[{}] {stdout}{}",
+            who.label(),
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("made again"),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
+
+        let v = World::new(who, "record-link");
+        let target = v.owned.join("elsewhere");
+        std::fs::create_dir_all(v.home.join(".config")).unwrap();
+        std::fs::create_dir_all(&target).unwrap();
+        std::os::unix::fs::symlink(&target, v.home.join(".config/execguard")).unwrap();
+        who.own(&v.home);
+        let out = v.session(&[], "true");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("exec_dir_record_untrusted"),
+            "[{}] {}",
+            who.label(),
+            text(&out.stderr)
+        );
+    }
+}
