@@ -574,9 +574,7 @@ pub fn supervise_repository(
                     workspace.display()
                 )
             })?;
-    if snapshots.is_empty() {
-        return Ok(());
-    }
+    // Supervised even without a repository now: one the session creates is checked at the end.
     // Orphans of the session become this process's children, so that none outlives the
     // session to plant again after the quarantine (not inherited by the child).
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes an integer and changes only this process.
@@ -623,6 +621,7 @@ pub fn supervise_repository(
     end_remaining_processes();
     execguard_wrappers::takeover::finish_session(
         &snapshots,
+        workspace,
         home.as_deref(),
         "run",
         audit_log,

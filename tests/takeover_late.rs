@@ -60,3 +60,53 @@ fn a_detached_process_cannot_plant_after_the_session() {
         let _ = std::fs::remove_dir_all(&base);
     }
 }
+
+/// A repository the session itself creates had nothing recorded: a hook in it was planted and
+/// is quarantined when the session ends; git's own `.sample` files stay (red-team finding).
+#[test]
+fn a_repository_created_in_the_session_is_checked_too() {
+    for who in identities() {
+        let base = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "takeover-new-{}-{}",
+            who.uid(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        let (ws, home) = (base.join("ws"), base.join("home"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        who.own(&base);
+        let script = "git init -q && printf '#!/bin/sh\\necho HOOK\\n' > .git/hooks/pre-commit && \
+                      chmod +x .git/hooks/pre-commit && echo planted";
+        let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
+        who.apply(&mut c);
+        let out = c
+            .arg("run")
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["--", "/bin/sh", "-c", script])
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("planted"),
+            "[{}] {stderr}",
+            who.label()
+        );
+        assert!(
+            !ws.join(".git/hooks/pre-commit").exists(),
+            "[{}] the planted hook stayed: {stderr}",
+            who.label()
+        );
+        assert!(
+            ws.join(".git/hooks/pre-commit.sample").exists(),
+            "[{}] git's samples were moved",
+            who.label()
+        );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}

@@ -167,6 +167,7 @@ struct Prepared {
 
 struct Takeover {
     snapshots: Vec<execguard_wrappers::takeover::Snapshot>,
+    workspace: PathBuf,
     home: PathBuf,
     audit_log: Option<PathBuf>,
     profile: execguard_policy::Profile,
@@ -214,6 +215,7 @@ fn start(mut prepared: Prepared) -> i32 {
         }
         execguard_wrappers::takeover::finish_session(
             &t.snapshots,
+            &t.workspace,
             Some(&t.home),
             "entrypoint",
             t.audit_log.as_deref(),
@@ -531,6 +533,7 @@ fn prepare(
                 });
         Takeover {
             snapshots,
+            workspace: paths.workspace.clone(),
             home,
             audit_log: crate::audit::policy_log(paths).map(|(log, _)| log),
             profile: session.profile,

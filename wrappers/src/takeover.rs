@@ -249,6 +249,10 @@ impl Snapshot {
             fs::create_dir_all(&hooks_dir)?;
         }
         for p in hook_files(&hooks_dir)? {
+            // git never runs a `.sample` (what `git init` puts there).
+            if p.extension().is_some_and(|e| e == "sample") {
+                continue;
+            }
             let now = read_recorded(&p)?;
             match (self.hooks.get(&p), now) {
                 (Some(r), Some(n)) if *r == n => {}
@@ -381,6 +385,7 @@ pub fn notice(q: &[Quarantined]) -> Option<String> {
 /// status must still reach the caller.
 pub fn finish_session(
     snapshots: &[Snapshot],
+    workspace: &Path,
     home: Option<&Path>,
     tool: &str,
     audit_log: Option<&Path>,
@@ -395,8 +400,20 @@ pub fn finish_session(
             .unwrap_or(0),
         std::process::id()
     );
+    // A repository the session created has nothing recorded: whatever hook or command-running
+    // config it holds now was planted.
+    let created: Vec<Snapshot> = Snapshot::record_workspace(workspace, home)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|now| !snapshots.iter().any(|s| s.common_dir == now.common_dir))
+        .map(|now| Snapshot {
+            hooks: BTreeMap::new(),
+            configs: BTreeMap::new(),
+            ..now
+        })
+        .collect();
     let mut list = Vec::new();
-    for snapshot in snapshots {
+    for snapshot in snapshots.iter().chain(&created) {
         match snapshot.quarantine(&stamp, home) {
             Ok(mut l) => list.append(&mut l),
             Err(e) => eprintln!(
