@@ -211,7 +211,9 @@ fn num(v: f64) -> String {
 }
 
 fn ratio(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.3}x")).unwrap_or_else(|| "–".into())
+    v.filter(|x| x.is_finite())
+        .map(|x| format!("{x:.3}x"))
+        .unwrap_or_else(|| "–".into())
 }
 
 fn signed(v: Option<f64>) -> String {
@@ -492,7 +494,11 @@ pub fn markdown(r: &Results) -> String {
                         "{}{}",
                         m.map(num).unwrap_or("–".into()),
                         match r {
-                            Some(r) if x.variant != "plain" => format!(" ({r:.3}x)"),
+                            // A zero median (timer granularity) gives no ratio; JSON keeps
+                            // no infinity either, so --render must print the same.
+                            Some(r) if x.variant != "plain" && r.is_finite() => {
+                                format!(" ({r:.3}x)")
+                            }
                             _ => String::new(),
                         }
                     )
