@@ -176,8 +176,13 @@ pub fn derive(w: &mut WorkloadResult, execs_per_sample: Option<f64>) {
             r.median_wall = med(&r.samples_wall);
             r.median_cpu = med(&r.samples_cpu);
             if let Some((pw, pc)) = plain_wall_cpu {
-                r.ratio_plain_wall = r.median_wall.zip(pw).map(|(a, b)| a / b);
-                r.ratio_plain_cpu = r.median_cpu.zip(pc).map(|(a, b)| a / b);
+                // No ratio over a zero median (timer granularity): JSON has no infinity, so a
+                // --render of results.json must see the same None.
+                let over = |a: Option<f64>, b: Option<f64>| {
+                    a.zip(b).map(|(a, b)| a / b).filter(|r| r.is_finite())
+                };
+                r.ratio_plain_wall = over(r.median_wall, pw);
+                r.ratio_plain_cpu = over(r.median_cpu, pc);
             }
         }
         let Some(s) = r.summary.clone().filter(|_| r.failed.is_none()) else {
@@ -211,9 +216,7 @@ fn num(v: f64) -> String {
 }
 
 fn ratio(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite())
-        .map(|x| format!("{x:.3}x"))
-        .unwrap_or_else(|| "–".into())
+    v.map(|x| format!("{x:.3}x")).unwrap_or_else(|| "–".into())
 }
 
 fn signed(v: Option<f64>) -> String {
@@ -494,11 +497,7 @@ pub fn markdown(r: &Results) -> String {
                         "{}{}",
                         m.map(num).unwrap_or("–".into()),
                         match r {
-                            // A zero median (timer granularity) gives no ratio; JSON keeps
-                            // no infinity either, so --render must print the same.
-                            Some(r) if x.variant != "plain" && r.is_finite() => {
-                                format!(" ({r:.3}x)")
-                            }
+                            Some(r) if x.variant != "plain" => format!(" ({r:.3}x)"),
                             _ => String::new(),
                         }
                     )
