@@ -189,15 +189,20 @@ pub fn derive(w: &mut WorkloadResult, execs_per_sample: Option<f64>) {
             continue;
         };
         if let Some((p, ps)) = &plain {
-            r.ratio_plain = Some(s.median / p.median);
+            r.ratio_plain = Some(s.median / p.median).filter(|x| x.is_finite());
             r.delta_plain = Some(s.median - p.median);
             r.delta_per_exec_us = execs_per_sample.map(|n| (s.median - p.median) * unit_to_us / n);
             if r.samples.len() == ps.len() {
                 r.ratio_plain_paired = paired_ratio(&r.samples, ps);
             }
         }
-        r.ratio_floor_c = floor_c.as_ref().map(|(f, _)| s.median / f.median);
-        r.ratio_floor_rust = floor_rust.as_ref().map(|(f, _)| s.median / f.median);
+        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
+        r.ratio_floor_c = floor_c
+            .as_ref()
+            .and_then(|(f, _)| finite(s.median / f.median));
+        r.ratio_floor_rust = floor_rust
+            .as_ref()
+            .and_then(|(f, _)| finite(s.median / f.median));
     }
 }
 
