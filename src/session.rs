@@ -202,45 +202,63 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
 /// The regular files this process passes on open for writing (descriptors without
 /// close-on-exec): through such a descriptor a session could write a program into a file on
 /// the execute side, then load it by `/proc/self/fd/N`.
-fn inherited_writable_files() -> Result<Vec<PathBuf>> {
+/// A descriptor this process passes on (no close-on-exec), open for writing on a regular
+/// file (judged by the descriptor's own file, whatever its name says).
+struct InheritedWriter {
+    fd: i32,
+    /// What `/proc/self/fd/N` names it: deleted files and memfds have no real path.
+    path: PathBuf,
+    status_flags: i32,
+    file: std::fs::Metadata,
+}
+
+fn inherited_writers() -> Vec<InheritedWriter> {
     let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
     // The directory's own descriptor is listed too (close-on-exec, so skipped below).
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let fd = e.file_name().to_str()?.parse::<i32>().ok()?;
+            // SAFETY: fcntl on a descriptor number only reads its flags; a closed one fails.
+            let (fd_flags, status_flags) = unsafe {
+                (
+                    libc::fcntl(fd, libc::F_GETFD),
+                    libc::fcntl(fd, libc::F_GETFL),
+                )
+            };
+            if fd_flags < 0 || status_flags < 0 || fd_flags & libc::FD_CLOEXEC != 0 {
+                return None;
+            }
+            if status_flags & libc::O_ACCMODE == libc::O_RDONLY {
+                return None;
+            }
+            let file = std::fs::metadata(e.path()).ok().filter(|m| m.is_file())?;
+            let path = std::fs::read_link(e.path()).ok()?;
+            Some(InheritedWriter {
+                fd,
+                path,
+                status_flags,
+                file,
+            })
+        })
+        .collect()
+}
+
+fn inherited_writable_files() -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Some(fd) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        // SAFETY: fcntl on a descriptor number only reads its flags; a closed one fails.
-        let (fd_flags, fl_flags) = unsafe {
-            (
-                libc::fcntl(fd, libc::F_GETFD),
-                libc::fcntl(fd, libc::F_GETFL),
-            )
-        };
-        if fd_flags < 0 || fl_flags < 0 || fd_flags & libc::FD_CLOEXEC != 0 {
-            continue;
-        }
-        if fl_flags & libc::O_ACCMODE == libc::O_RDONLY {
-            continue;
-        }
-        // The descriptor's own file (the magic link), whatever its name says.
-        if !std::fs::metadata(e.path()).is_ok_and(|m| m.is_file()) {
-            continue;
-        }
-        let Ok(path) = std::fs::read_link(e.path()) else {
-            continue;
-        };
-        if !path.is_absolute() || !path.is_file() {
+    for w in inherited_writers() {
+        if !w.path.is_absolute() || !w.path.is_file() {
             // Deleted, a memfd or an O_TMPFILE: no name the partition could cover, so a
             // program written through it could be run from /proc/self/fd.
             bail!(
                 "inherited_fd_unnamed: descriptor {fd} is open for writing on a file with no name on disk ({}); close it before execguard run (e.g. {fd}>&-)",
-                path.display()
+                w.path.display(),
+                fd = w.fd
             );
         }
-        out.push(path);
+        out.push(w.path);
     }
     Ok(out)
 }
@@ -594,60 +612,30 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
 fn reopen_inherited_files() {
     use std::os::fd::IntoRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let fds: Vec<(i32, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let fd = e.file_name().to_str()?.parse::<i32>().ok()?;
-            Some((fd, std::fs::read_link(e.path()).ok()?))
-        })
-        .collect();
-    for (fd, path) in fds {
-        // SAFETY: fcntl and fstat on a descriptor number only read its state.
-        let (fd_flags, fl_flags) = unsafe {
-            (
-                libc::fcntl(fd, libc::F_GETFD),
-                libc::fcntl(fd, libc::F_GETFL),
-            )
-        };
-        // Only descriptors opened for appending: any other shares its offset with the
-        // processes outside (`{ a; execguard run b; c; } > log`), which a new open would not.
-        if fd_flags < 0
-            || fd_flags & libc::FD_CLOEXEC != 0
-            || fl_flags & libc::O_ACCMODE == libc::O_RDONLY
-            || fl_flags & libc::O_APPEND == 0
-        {
-            continue;
-        }
-        let Ok(old) = std::fs::metadata(format!("/proc/self/fd/{fd}")) else {
-            continue;
-        };
-        if !old.is_file() {
-            continue;
-        }
+    // Only descriptors opened for appending: any other shares its offset with the processes
+    // outside (`{ a; execguard run b; c; } > log`), which a new open would not.
+    for w in inherited_writers()
+        .into_iter()
+        .filter(|w| w.status_flags & libc::O_APPEND != 0)
+    {
         let mut open = std::fs::OpenOptions::new();
-        open.write(true)
-            .read(fl_flags & libc::O_ACCMODE == libc::O_RDWR)
-            .append(fl_flags & libc::O_APPEND != 0)
+        open.append(true)
+            .read(w.status_flags & libc::O_ACCMODE == libc::O_RDWR)
             .custom_flags(libc::O_NOFOLLOW);
-        let Ok(new) = open.open(&path) else { continue };
+        let Ok(new) = open.open(&w.path) else {
+            continue;
+        };
         let same = new
             .metadata()
-            .is_ok_and(|m| (m.dev(), m.ino()) == (old.dev(), old.ino()));
+            .is_ok_and(|m| (m.dev(), m.ino()) == (w.file.dev(), w.file.ino()));
         if !same {
             continue;
         }
         let new = new.into_raw_fd();
-        // SAFETY: `fd` and `new` are open descriptors of this single-threaded process; dup2
-        // replaces `fd` atomically, lseek only moves the new description's offset.
+        // SAFETY: `w.fd` and `new` are open descriptors of this single-threaded process; dup2
+        // replaces `w.fd` atomically (an appending descriptor has no offset to carry over).
         unsafe {
-            let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
-            if offset >= 0 {
-                libc::lseek(new, offset, libc::SEEK_SET);
-            }
-            libc::dup2(new, fd);
+            libc::dup2(new, w.fd);
             libc::close(new);
         }
     }
