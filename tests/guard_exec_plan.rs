@@ -31,32 +31,26 @@ fn every_entry_point_skips_a_refused_path_candidate_alike() {
             }
         }
         // execguard run and check, from outside the guard.
-        let mut cmd = std::process::Command::new(&tools().cli);
-        cmd.current_dir(&f.ws)
-            .env("PATH", &path)
-            .env_remove("LD_PRELOAD")
-            .env_remove("EXECGUARD_POLICY")
-            .arg("run")
-            .arg("--workspace")
-            .arg(&f.ws)
-            .args(["--", "ls", "-d", "/"]);
-        let o = run(who.apply(&mut cmd));
+        let cli = |verb: &str, rest: &[&str]| {
+            let mut cmd = std::process::Command::new(&tools().cli);
+            cmd.current_dir(&f.ws)
+                .env("PATH", &path)
+                .env_remove("LD_PRELOAD")
+                .env_remove("EXECGUARD_POLICY")
+                .arg(verb)
+                .arg("--workspace")
+                .arg(&f.ws)
+                .args(rest);
+            run(who.apply(&mut cmd))
+        };
+        let o = cli("run", &["--", "ls", "-d", "/"]);
         if o.code != Some(0) || o.ran() || !o.stdout.lines().any(|l| l == "/") {
             failed.push(format!(
                 "{} execguard run: /usr/bin/ls did not run\n{o}",
                 who.label()
             ));
         }
-        let mut cmd = std::process::Command::new(&tools().cli);
-        cmd.current_dir(&f.ws)
-            .env("PATH", &path)
-            .env_remove("LD_PRELOAD")
-            .env_remove("EXECGUARD_POLICY")
-            .arg("check")
-            .arg("--workspace")
-            .arg(&f.ws)
-            .args(["--json", "--", "ls"]);
-        let o = run(who.apply(&mut cmd));
+        let o = cli("check", &["--json", "--", "ls"]);
         if o.code != Some(0) || !o.stdout.contains("/usr/bin/ls") {
             failed.push(format!(
                 "{} execguard check: not /usr/bin/ls\n{o}",
