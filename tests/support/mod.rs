@@ -80,15 +80,23 @@ pub fn support_dir() -> PathBuf {
 /// outer `cargo test` does not build a cdylib that no test target links, so a fresh build is
 /// the only way to be sure the library under test is the code under test.
 fn build_guard() -> PathBuf {
+    build_guard_as("debug")
+}
+
+/// The guard library as it ships (release profile), for what depends on code generation: the
+/// stack a hook needs.
+#[allow(dead_code)] // not every test binary uses it
+pub fn release_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| build_guard_as("release"))
+}
+
+fn build_guard_as(profile: &str) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let out = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "execguard-preload",
-            "--message-format=json",
-        ])
+        .args(["build", "--quiet", "-p", "execguard-preload"])
+        .args((profile == "release").then_some("--release"))
+        .arg("--message-format=json")
         .arg("--manifest-path")
         .arg(&manifest)
         .stderr(Stdio::inherit())
@@ -112,8 +120,8 @@ fn build_guard() -> PathBuf {
     }
     let lib = found.expect("cargo built no libexecguard.so");
     assert!(
-        lib.components().any(|c| c.as_os_str() == "debug"),
-        "{} is not the debug build",
+        lib.components().any(|c| c.as_os_str() == profile),
+        "{} is not the {profile} build",
         lib.display()
     );
     lib.canonicalize().unwrap()

@@ -2,15 +2,18 @@
  *
  *   stack KIB ENTRY TARGET [ARG...]
  *
- * ENTRY: execve | posix_spawn | fork | vfork | clone. execve and posix_spawn run on a thread
- * with a KIB KiB stack; fork and vfork are called from such a thread (the child execs on it);
- * clone starts a CLONE_VM|CLONE_VFORK child on a KIB KiB stack of its own, as posix_spawn
- * implementations do. Prints `PROBE entry=<ENTRY> ret=<r> errno=<e> status=<child status>`
+ * ENTRY: execve | execvp | posix_spawn | posix_spawnp | posix_spawnp_actions | system | popen
+ * | access | dlopen | fork | vfork | clone. Each runs on a thread with a KIB KiB stack; fork
+ * and vfork are called from such a thread (the child execs on it); clone starts a
+ * CLONE_VM|CLONE_VFORK child on a KIB KiB stack of its own, as posix_spawn implementations
+ * do. access asks access(TARGET, X_OK); dlopen opens TARGET as a library. Prints `PROBE entry=<ENTRY> ret=<r> errno=<e> status=<child status>`
  * (execve prints nothing when the new program runs); a crash shows as the signal status of
  * the process (the test runs this under a parent that reports it).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -43,6 +46,40 @@ static void *run(void *arg) {
     if (!strcmp(entry, "execve")) {
         execve(child_argv[0], child_argv, environ);
         report(-1, errno, -1);
+    } else if (!strcmp(entry, "execvp")) {
+        execvp(child_argv[0], child_argv);
+        report(-1, errno, -1);
+    } else if (!strcmp(entry, "posix_spawnp") || !strcmp(entry, "posix_spawnp_actions")) {
+        pid_t pid;
+        posix_spawn_file_actions_t fa, *actions = NULL;
+        if (!strcmp(entry, "posix_spawnp_actions")) {
+            posix_spawn_file_actions_init(&fa);
+            posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+            posix_spawn_file_actions_addchdir_np(&fa, "/");
+            actions = &fa;
+        }
+        int r = posix_spawnp(&pid, child_argv[0], actions, NULL, child_argv, environ);
+        if (r == 0)
+            waitpid(pid, &status, 0);
+        report(r, r, status);
+    } else if (!strcmp(entry, "system")) {
+        status = system(child_argv[0]);
+        report(status == -1 ? -1 : 0, status == -1 ? errno : 0, status);
+    } else if (!strcmp(entry, "popen")) {
+        FILE *f = popen(child_argv[0], "r");
+        if (f) {
+            char buf[64];
+            while (fread(buf, 1, sizeof buf, f) > 0) {
+            }
+            status = pclose(f);
+        }
+        report(f ? 0 : -1, f ? 0 : errno, status);
+    } else if (!strcmp(entry, "access")) {
+        int r = access(child_argv[0], X_OK);
+        report(r, r ? errno : 0, -1);
+    } else if (!strcmp(entry, "dlopen")) {
+        void *h = dlopen(child_argv[0], RTLD_NOW);
+        report(h ? 0 : -1, 0, -1);
     } else if (!strcmp(entry, "posix_spawn")) {
         pid_t pid;
         int r = posix_spawn(&pid, child_argv[0], NULL, NULL, child_argv, environ);

@@ -367,6 +367,24 @@ pub unsafe fn unmap(ptr: *mut u8, len: usize) {
     let _ = unsafe { call(libc::SYS_munmap, [ptr as c_long, len as c_long, 0, 0, 0, 0]) };
 }
 
+/// Makes `len` bytes at `ptr` inaccessible (a guard region).
+///
+/// # Safety
+/// `ptr`/`len` lie inside one [`map_anonymous`] mapping, page-aligned, and nothing refers to
+/// that memory.
+pub unsafe fn protect_none(ptr: *mut u8, len: usize) -> Result<(), c_int> {
+    let a = [
+        ptr as c_long,
+        len as c_long,
+        libc::PROT_NONE as c_long,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: forwarded contract: no live reference can fault on the range.
+    unsafe { call(libc::SYS_mprotect, a) }.map(drop)
+}
+
 /// A `syscall()` number as the kernel reads it: what the guard must decide before passing it on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelCall {

@@ -11,7 +11,7 @@
 #![allow(clippy::large_enum_variant, clippy::result_large_err)]
 
 use crate::env::{code_use, EnvUse};
-use crate::path::{basename, is_anonymous, is_loader_name, is_under, PathBuf};
+use crate::path::{basename, is_anonymous, is_loader_name, is_under, PathBuf, PATH_MAX};
 use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
 use crate::resolve;
@@ -37,10 +37,53 @@ pub fn path_candidates<'a>(
     path_var: Option<&'a [u8]>,
     name: &'a [u8],
 ) -> impl Iterator<Item = PathBuf> + 'a {
+    path_search(path_var, name).filter_map(|c| PathBuf::join(c.dir, c.name).ok())
+}
+
+/// [`path_candidates`] as their parts, for a caller that builds each name in a buffer sized
+/// to it (the preload's `execvp`, which keeps the caller's stack small).
+pub fn path_search<'a>(
+    path_var: Option<&'a [u8]>,
+    name: &'a [u8],
+) -> impl Iterator<Item = Candidate<'a>> + 'a {
     path_var
         .unwrap_or(DEFAULT_PATH)
         .split(|&c| c == b':')
-        .filter_map(move |dir| PathBuf::join(dir, name).ok())
+        .map(move |dir| Candidate { dir, name })
+        .filter(|c| c.len() < PATH_MAX)
+}
+
+/// One PATH candidate: `dir/name`, or `name` alone for an empty `dir` (the cwd).
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    dir: &'a [u8],
+    name: &'a [u8],
+}
+
+impl Candidate<'_> {
+    /// Length of the name, without a NUL.
+    pub fn len(&self) -> usize {
+        match self.dir.len() {
+            0 => self.name.len(),
+            d => d + 1 + self.name.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes the name and a NUL into `out` (at least `len() + 1` bytes) and returns the C
+    /// string's bytes, NUL included.
+    pub fn write_c<'o>(&self, out: &'o mut [u8]) -> &'o [u8] {
+        let mut at = 0;
+        let slash: &[u8] = if self.dir.is_empty() { b"" } else { b"/" };
+        for part in [self.dir, slash, self.name, b"\0"] {
+            out[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        &out[..at]
+    }
 }
 
 /// After the exec of one PATH candidate failed with `errno`, does the search try the next?

@@ -28,8 +28,9 @@ pub mod text;
 pub mod workspace;
 
 pub use decide::{
-    decide, decide_code_dirs, decide_launch, decide_object, path_candidates, search_goes_on,
-    Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Target, Verdict,
+    decide, decide_code_dirs, decide_launch, decide_object, path_candidates, path_search,
+    search_goes_on, Candidate, Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Target,
+    Verdict,
 };
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;

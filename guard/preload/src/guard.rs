@@ -1,8 +1,8 @@
 //! One guarded exec: load the policy, fix the child environment (host mode), decide, report,
 //! then run or refuse. Shared by every entry point.
 
-use crate::scratch;
 use crate::state::{self, Loaded, Source, POLICY_PREFIX};
+use crate::{decision_stack, scratch};
 use execguard_os::{raw, CList, LibcSys};
 use execguard_policy::audit::{format_denial, Decision};
 use execguard_policy::path::PATH_MAX;
@@ -177,7 +177,9 @@ pub unsafe fn guarded_as<R>(
             };
             let mut exec_as = ExecName::new();
             let mut launch = None;
-            let verdict = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch);
+            let verdict = decision_stack::run(|| {
+                decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch)
+            });
             let name = (!exec_as.as_bytes().is_empty())
                 .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
             match verdict {
@@ -419,6 +421,17 @@ fn report(
     path: &[u8],
     target: &[u8],
 ) -> bool {
+    decision_stack::run(|| write_report(policy, entry, allowed, reason, path, target))
+}
+
+fn write_report(
+    policy: Option<&Policy<'_>>,
+    entry: Entry,
+    allowed: bool,
+    reason: Reason,
+    path: &[u8],
+    target: &[u8],
+) -> bool {
     let mut line = [0u8; 512];
     if !allowed {
         let n = format_denial(
@@ -467,86 +480,90 @@ fn write_all(fd: c_int, mut bytes: &[u8]) {
 /// The `iconv_open` check of the process's current `GCONV_PATH`: may glibc load conversion
 /// modules from these directories? Reports a refusal.
 pub fn allow_gconv_path(dirs: &[u8]) -> bool {
-    state::with(|loaded| {
-        let policy = match loaded.policy() {
-            Ok(p) => p,
-            Err(reason) => {
-                report(None, Entry::IconvOpen, false, reason, dirs, dirs);
-                return false;
+    decision_stack::run(|| {
+        state::with(|loaded| {
+            let policy = match loaded.policy() {
+                Ok(p) => p,
+                Err(reason) => {
+                    report(None, Entry::IconvOpen, false, reason, dirs, dirs);
+                    return false;
+                }
+            };
+            let ctx = Context {
+                policy: &policy,
+                runtimes: &loaded.runtimes,
+                self_lib: loaded.self_lib(),
+            };
+            match execguard_policy::decide_code_dirs(&mut LibcSys, &ctx, dirs) {
+                Verdict::Deny { reason, path, .. } => {
+                    report(
+                        Some(&policy),
+                        Entry::IconvOpen,
+                        false,
+                        reason,
+                        path.as_bytes(),
+                        dirs,
+                    );
+                    false
+                }
+                _ => true,
             }
-        };
-        let ctx = Context {
-            policy: &policy,
-            runtimes: &loaded.runtimes,
-            self_lib: loaded.self_lib(),
-        };
-        match execguard_policy::decide_code_dirs(&mut LibcSys, &ctx, dirs) {
-            Verdict::Deny { reason, path, .. } => {
-                report(
-                    Some(&policy),
-                    Entry::IconvOpen,
-                    false,
-                    reason,
-                    path.as_bytes(),
-                    dirs,
-                );
-                false
-            }
-            _ => true,
-        }
+        })
     })
 }
 
 /// The dlopen check: `None` to let the call through, or the path the failing call is made with
 /// (`/proc/execguard/denied/<reason>`, which cannot exist).
 pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
-    state::with(|loaded| {
-        let verdict = match loaded.policy() {
-            Ok(policy) => {
-                let ctx = Context {
-                    policy: &policy,
-                    runtimes: &loaded.runtimes,
-                    self_lib: loaded.self_lib(),
-                };
-                let v = execguard_policy::decide_object(&mut LibcSys, &ctx, path);
-                if let Verdict::Deny {
-                    reason,
-                    path: ref decided,
-                    ..
-                } = v
-                {
-                    report(
-                        Some(&policy),
-                        entry,
-                        false,
+    decision_stack::run(|| {
+        state::with(|loaded| {
+            let verdict = match loaded.policy() {
+                Ok(policy) => {
+                    let ctx = Context {
+                        policy: &policy,
+                        runtimes: &loaded.runtimes,
+                        self_lib: loaded.self_lib(),
+                    };
+                    let v = execguard_policy::decide_object(&mut LibcSys, &ctx, path);
+                    if let Verdict::Deny {
                         reason,
-                        decided.as_bytes(),
-                        path,
-                    );
+                        path: ref decided,
+                        ..
+                    } = v
+                    {
+                        report(
+                            Some(&policy),
+                            entry,
+                            false,
+                            reason,
+                            decided.as_bytes(),
+                            path,
+                        );
+                    }
+                    v
                 }
-                v
-            }
-            Err(reason) => {
-                report(None, entry, false, reason, path, path);
-                Verdict::Deny {
-                    reason,
-                    errno: EACCES,
-                    path: execguard_policy::ShownPath::new(b""),
+                Err(reason) => {
+                    report(None, entry, false, reason, path, path);
+                    Verdict::Deny {
+                        reason,
+                        errno: EACCES,
+                        path: execguard_policy::ShownPath::new(b""),
+                    }
                 }
+            };
+            match verdict {
+                Verdict::Deny { reason, .. } => {
+                    let mut out = [0u8; 64];
+                    let prefix = b"/proc/execguard/denied/";
+                    let code = reason.code().as_bytes();
+                    out[..prefix.len()].copy_from_slice(prefix);
+                    let n = code.len().min(out.len() - prefix.len() - 1);
+                    out[prefix.len()..prefix.len() + n].copy_from_slice(&code[..n]);
+                    Some(out)
+                }
+                _ => None,
             }
-        };
-        match verdict {
-            Verdict::Deny { reason, .. } => {
-                let mut out = [0u8; 64];
-                let prefix = b"/proc/execguard/denied/";
-                let code = reason.code().as_bytes();
-                out[..prefix.len()].copy_from_slice(prefix);
-                let n = code.len().min(out.len() - prefix.len() - 1);
-                out[prefix.len()..prefix.len() + n].copy_from_slice(&code[..n]);
-                Some(out)
-            }
-            _ => None,
-        }
+        })
     })
 }
 
@@ -556,6 +573,10 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
 /// `access(X_OK)` then answers as the exec will: git runs hooks and shells find scripts only
 /// when that check passes. Decided by the engine's own launch plan; nothing is reported.
 pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
+    decision_stack::run(|| launches_interpreter(path, effective_ids))
+}
+
+fn launches_interpreter(path: &[u8], effective_ids: bool) -> bool {
     let Ok(c) = execguard_os::CPath::new(path) else {
         return false;
     };

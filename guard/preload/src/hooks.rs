@@ -8,7 +8,7 @@ use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::path::PathBuf;
 use execguard_policy::spawn::{child_path, ChildPath, SpawnAction};
 use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT};
-use execguard_policy::{path_candidates, search_goes_on, Reason, Target};
+use execguard_policy::{path_candidates, path_search, search_goes_on, Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
 extern "C" {
@@ -188,12 +188,26 @@ unsafe fn exec_search(
         return fail_errno(libc::ENAMETOOLONG);
     }
     let mut got_eacces = false;
-    for mut candidate in path_candidates(variable(b"PATH="), name) {
-        let c = candidate.as_c_bytes().as_ptr().cast();
-        // SAFETY: `c` is NUL-terminated and lives until the end of this iteration.
-        unsafe {
-            exec_path(entry, c, argv, envp);
-            retry_as_script(entry, c, argv, envp);
+    for candidate in path_search(variable(b"PATH="), name) {
+        // Each name in a buffer sized to it: the exec runs on the caller's stack.
+        let tried =
+            crate::scratch::with_words(crate::scratch::words_for(candidate.len() + 1), |w| {
+                // SAFETY: the words viewed as bytes, all written by write_c before being read.
+                let bytes = unsafe {
+                    core::slice::from_raw_parts_mut(
+                        w.as_mut_ptr().cast::<u8>(),
+                        w.len() * core::mem::size_of::<usize>(),
+                    )
+                };
+                let c = candidate.write_c(bytes).as_ptr().cast();
+                // SAFETY: `c` is NUL-terminated and lives until the end of this closure.
+                unsafe {
+                    exec_path(entry, c, argv, envp);
+                    retry_as_script(entry, c, argv, envp);
+                }
+            });
+        if tried.is_none() {
+            return fail_errno(libc::ENOMEM);
         }
         match errno() {
             EACCES => got_eacces = true,
@@ -536,14 +550,33 @@ pub unsafe extern "C" fn posix_spawn(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    // SAFETY: libc's contract.
-    unsafe { spawn(Entry::PosixSpawn, pid, path, actions, attr, argv, envp) }
+    // SAFETY: libc's contract; the real posix_spawn returns in this process (its child
+    // execs on a stack of its own, with signals blocked meanwhile), so it may run on the
+    // decision stack, and with it the file-action replay.
+    crate::decision_stack::run(|| unsafe {
+        spawn(Entry::PosixSpawn, pid, path, actions, attr, argv, envp)
+    })
 }
 
 /// glibc's posix_spawnp searches PATH inside the child, out of the guard's sight, so the
-/// search happens here: the first executable candidate is decided and spawned by path.
+/// search happens here: the first executable candidate is decided and spawned by path. On
+/// the decision stack, as posix_spawn.
 #[no_mangle]
 pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut pid_t,
+    file: *const c_char,
+    actions: *const posix_spawn_file_actions_t,
+    attr: *const posix_spawnattr_t,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    // SAFETY: libc's contract, forwarded.
+    crate::decision_stack::run(|| unsafe { spawn_search(pid, file, actions, attr, argv, envp) })
+}
+
+/// # Safety
+/// libc's contract for `posix_spawnp`.
+unsafe fn spawn_search(
     pid: *mut pid_t,
     file: *const c_char,
     actions: *const posix_spawn_file_actions_t,
@@ -845,7 +878,11 @@ pub unsafe extern "C" fn fork() -> pid_t {
     // SAFETY: dlsym returned glibc's fork, whose type this is.
     let real: unsafe extern "C" fn() -> pid_t = unsafe { core::mem::transmute::<usize, _>(real) };
     // SAFETY: forwarded as the caller made it.
-    unsafe { real() }
+    let pid = unsafe { real() };
+    if pid == 0 {
+        crate::decision_stack::after_fork_in_child();
+    }
+    pid
 }
 
 /// The `access` family, asked whether a file may be executed: a mutable script that the guard

@@ -10,10 +10,13 @@
 //!
 //! At load, one initialiser captures host mode's inline policy from the initial environment
 //! (the program could overwrite that memory later); the policy is parsed on the first exec and
-//! cached without locks (see `state`). The exec path allocates nothing and takes no locks, so
-//! it is safe in `vfork` children and after `fork` in threaded programs.
+//! cached without locks (see `state`). The exec path allocates nothing and never waits for
+//! another thread, so it is safe in `vfork` children and after `fork` in threaded programs.
+//! Decisions run on the guard's own stack (`decision_stack`), so a hook needs little of the
+//! caller's.
 #![cfg_attr(not(test), no_std)]
 
+mod decision_stack;
 mod guard;
 mod hooks;
 mod scratch;

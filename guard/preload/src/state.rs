@@ -313,7 +313,7 @@ fn with_private_copy<R>(f: impl FnOnce(&Loaded) -> R) -> R {
         Ok(ptr) => {
             // SAFETY: a fresh zero-filled mapping of exactly this size and alignment 1.
             let buf = unsafe { &mut *ptr.cast::<[u8; MAX_POLICY_BYTES]>() };
-            local.load(buf);
+            crate::decision_stack::run(|| local.load(buf));
             let result = f(&local);
             // SAFETY: `local`, the only reference into the mapping, is not used after this.
             unsafe { raw::unmap(ptr, len) };
@@ -346,7 +346,7 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
             // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot and
             // the system text.
             let (loaded, text) = unsafe { (&mut *CACHE.slot.get(), &mut *CACHE.system_text.get()) };
-            loaded.load(text);
+            crate::decision_stack::run(|| loaded.load(text));
             CACHE.state.store(READY, Ordering::Release);
             f(loaded)
         }

@@ -1,0 +1,101 @@
+//! The guard's decisions run on a stack of their own, so that a hook needs little more of the
+//! caller's stack than the call it replaces: a thread with a 16 KiB stack or a `clone` child
+//! with less can exec. A decision resolves paths and reads headers through several nested
+//! 4 KiB buffers; the caller's stack keeps only what the exec itself needs.
+//!
+//! One stack per process, mapped on first use (with a guard region below it) and inherited by
+//! `fork` children. It is held only while deciding, never across an exec: a `vfork` child
+//! that execs while holding it would leave it held in the parent, whose memory it shares.
+//! A thread that finds it held (another thread is deciding, or a signal handler runs an exec
+//! in the middle of a decision on a stack other than this one) decides on a fresh mapping,
+//! unmapped before it returns, so nothing is left behind even in a `vfork` child. Code that is
+//! already on the decision stack (a spawn hook, whose real call returns in this process, or a
+//! signal handler) simply goes on using it.
+
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use execguard_os::raw;
+
+/// Usable size: room for the deepest decision and for a signal handler that interrupts one.
+/// Only the pages a decision touches are ever backed.
+const SIZE: usize = 256 * 1024;
+/// Below the stack, never accessible: an overflow faults instead of writing other memory.
+/// Large enough for every page size Linux uses (up to 64 KiB on arm64).
+const GUARD: usize = 64 * 1024;
+
+/// Low end of the usable part of the process's decision stack; 0 before the first decision.
+static BASE: AtomicUsize = AtomicUsize::new(0);
+static HELD: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f` on a decision stack and returns its result. Falls back to the caller's own stack
+/// only if no memory can be mapped (then the decision is the same, on less stack).
+#[inline(never)]
+pub fn run<R>(f: impl FnOnce() -> R) -> R {
+    if on_shared_stack() {
+        return f();
+    }
+    if HELD
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        let base = match BASE.load(Ordering::Relaxed) {
+            0 => match map_stack() {
+                // Only the holder reads or writes BASE.
+                Some(b) => {
+                    BASE.store(b as usize, Ordering::Relaxed);
+                    b
+                }
+                None => {
+                    HELD.store(false, Ordering::Release);
+                    return f();
+                }
+            },
+            b => b as *mut u8,
+        };
+        // SAFETY: `base..base + SIZE` is a read-write mapping of this process with an
+        // inaccessible guard below it, page-aligned; HELD makes this thread its only user until
+        // the store below, and `f` returns (no exec leaves it: see the module doc).
+        let r = unsafe { psm::on_stack(base, SIZE, f) };
+        HELD.store(false, Ordering::Release);
+        return r;
+    }
+    match map_stack() {
+        Some(base) => {
+            // SAFETY: as above, for a mapping that only this call knows of.
+            let r = unsafe { psm::on_stack(base, SIZE, f) };
+            // SAFETY: the mapping made by map_stack for this call; `f` has returned.
+            unsafe { raw::unmap(base.sub(GUARD), GUARD + SIZE) };
+            r
+        }
+        None => f(),
+    }
+}
+
+/// In a `fork` child: if another thread of the parent was deciding, the stack it held is free
+/// here (that thread does not exist in the child), unless this very thread forked from a
+/// signal handler on it.
+pub fn after_fork_in_child() {
+    if !on_shared_stack() {
+        HELD.store(false, Ordering::Release);
+    }
+}
+
+fn on_shared_stack() -> bool {
+    let base = BASE.load(Ordering::Relaxed);
+    let sp = psm::stack_pointer() as usize;
+    base != 0 && sp >= base && sp < base + SIZE
+}
+
+/// A fresh stack: `GUARD` inaccessible bytes, then `SIZE` read-write ones. Returns the low end
+/// of the read-write part.
+fn map_stack() -> Option<*mut u8> {
+    let region = raw::map_anonymous(GUARD + SIZE).ok()?;
+    // SAFETY: `region` is a mapping of GUARD + SIZE bytes made just above; its first GUARD
+    // bytes become inaccessible, and nothing refers to them.
+    if unsafe { raw::protect_none(region, GUARD) }.is_err() {
+        // SAFETY: the mapping made above, not used.
+        unsafe { raw::unmap(region, GUARD + SIZE) };
+        return None;
+    }
+    // SAFETY: GUARD < GUARD + SIZE, inside the mapping.
+    Some(unsafe { region.add(GUARD) })
+}
