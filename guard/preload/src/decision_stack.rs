@@ -3,13 +3,14 @@
 //! with less can exec. A decision resolves paths and reads headers through several nested
 //! 4 KiB buffers; the caller's stack keeps only what the exec itself needs.
 //!
-//! One stack per process, mapped on first use (with a guard region below it) and inherited by
-//! `fork` children. It is held only while deciding, never across an exec: a `vfork` child
-//! that execs while holding it would leave it held in the parent, whose memory it shares.
-//! A thread that finds it held (another thread is deciding, or a signal handler runs an exec
-//! in the middle of a decision on a stack other than this one) decides on a fresh mapping,
+//! A few stacks per process, each mapped on first use (with a guard region below it) and
+//! inherited by `fork` children. Each is held only while deciding, never across an exec: a
+//! `vfork` child that execs while holding one would leave it held in the parent, whose memory
+//! it shares.
+//! A thread that finds them all held (other threads are deciding, or a signal handler runs an
+//! exec in the middle of a decision on a stack other than these) decides on a fresh mapping,
 //! unmapped before it returns, so nothing is left behind even in a `vfork` child. Code that is
-//! already on the decision stack (a spawn hook, whose real call returns in this process, or a
+//! already on a decision stack (a spawn hook, whose real call returns in this process, or a
 //! signal handler) simply goes on using it.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,41 +22,57 @@ const SIZE: usize = 256 * 1024;
 /// Below the stack, never accessible: an overflow faults instead of writing other memory.
 /// Large enough for every page size Linux uses (up to 64 KiB on arm64).
 const GUARD: usize = 64 * 1024;
+/// Stacks kept per process: threads that spawn at once (a `posix_spawn` holds one until its
+/// child has exec'd) each get one; more than this decide on fresh mappings.
+const SLOTS: usize = 4;
 
-/// Low end of the usable part of the process's decision stack; 0 before the first decision.
-static BASE: AtomicUsize = AtomicUsize::new(0);
-static HELD: AtomicBool = AtomicBool::new(false);
+struct Slot {
+    /// Low end of the usable part of the stack; 0 until its first use.
+    base: AtomicUsize,
+    held: AtomicBool,
+}
+
+static STACKS: [Slot; SLOTS] = [const {
+    Slot {
+        base: AtomicUsize::new(0),
+        held: AtomicBool::new(false),
+    }
+}; SLOTS];
 
 /// Runs `f` on a decision stack and returns its result. Falls back to the caller's own stack
 /// only if no memory can be mapped (then the decision is the same, on less stack).
 #[inline(never)]
 pub fn run<R>(f: impl FnOnce() -> R) -> R {
-    if on_shared_stack() {
+    if shared_stack_in_use().is_some() {
         return f();
     }
-    if HELD
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        let base = match BASE.load(Ordering::Relaxed) {
+    for slot in &STACKS {
+        if slot
+            .held
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        let base = match slot.base.load(Ordering::Relaxed) {
             0 => match map_stack() {
-                // Only the holder reads or writes BASE.
+                // Only the holder reads or writes `base`.
                 Some(b) => {
-                    BASE.store(b as usize, Ordering::Relaxed);
+                    slot.base.store(b as usize, Ordering::Relaxed);
                     b
                 }
                 None => {
-                    HELD.store(false, Ordering::Release);
+                    slot.held.store(false, Ordering::Release);
                     return f();
                 }
             },
             b => b as *mut u8,
         };
         // SAFETY: `base..base + SIZE` is a read-write mapping of this process with an
-        // inaccessible guard below it, page-aligned; HELD makes this thread its only user until
-        // the store below, and `f` returns (no exec leaves it: see the module doc).
+        // inaccessible guard below it, page-aligned; `held` makes this thread its only user
+        // until the store below, and `f` returns (no exec leaves it: see the module doc).
         let r = unsafe { psm::on_stack(base, SIZE, f) };
-        HELD.store(false, Ordering::Release);
+        slot.held.store(false, Ordering::Release);
         return r;
     }
     match map_stack() {
@@ -70,19 +87,25 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// In a `fork` child: if another thread of the parent was deciding, the stack it held is free
-/// here (that thread does not exist in the child), unless this very thread forked from a
-/// signal handler on it.
+/// In a `fork` child: the stacks other threads of the parent held are free here (those threads
+/// do not exist in the child), all but the one this thread runs on if it forked from a signal
+/// handler there.
 pub fn after_fork_in_child() {
-    if !on_shared_stack() {
-        HELD.store(false, Ordering::Release);
+    let mine = shared_stack_in_use();
+    for (i, slot) in STACKS.iter().enumerate() {
+        if mine != Some(i) {
+            slot.held.store(false, Ordering::Release);
+        }
     }
 }
 
-fn on_shared_stack() -> bool {
-    let base = BASE.load(Ordering::Relaxed);
+/// The slot whose stack this thread is running on, if any.
+fn shared_stack_in_use() -> Option<usize> {
     let sp = psm::stack_pointer() as usize;
-    base != 0 && sp >= base && sp < base + SIZE
+    STACKS.iter().position(|slot| {
+        let base = slot.base.load(Ordering::Relaxed);
+        base != 0 && sp >= base && sp < base + SIZE
+    })
 }
 
 /// A fresh stack: `GUARD` inaccessible bytes, then `SIZE` read-write ones. Returns the low end
