@@ -32,6 +32,8 @@ struct Slot {
     held: AtomicBool,
 }
 
+// In .data rather than .bss (see hooks.rs).
+#[link_section = ".data"]
 static STACKS: [Slot; SLOTS] = [const {
     Slot {
         base: AtomicUsize::new(0),
