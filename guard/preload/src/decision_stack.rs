@@ -25,21 +25,25 @@ const GUARD: usize = 64 * 1024;
 /// Stacks kept per process: threads that spawn at once (a `posix_spawn` holds one until its
 /// child has exec'd) each get one; more than this decide on fresh mappings.
 const SLOTS: usize = 4;
+/// The top of each kept stack holds its "held" flag rather than `.data`: every decision
+/// writes that page anyway, so taking the flag costs a `fork` child no page fault of its own.
+/// 64 bytes keep the stack's top aligned.
+const FLAG_BYTES: usize = 64;
 
-struct Slot {
-    /// Low end of the usable part of the stack; 0 until its first use.
-    base: AtomicUsize,
-    held: AtomicBool,
-}
+/// A slot's state: one of these, or the low end of its stack's usable part.
+const UNMAPPED: usize = 0;
+const MAPPING: usize = 1;
 
 // In .data rather than .bss (see hooks.rs).
 #[link_section = ".data"]
-static STACKS: [Slot; SLOTS] = [const {
-    Slot {
-        base: AtomicUsize::new(0),
-        held: AtomicBool::new(false),
-    }
-}; SLOTS];
+static STACKS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(UNMAPPED) }; SLOTS];
+
+/// The held flag of the kept stack at `base`.
+fn held(base: usize) -> &'static AtomicBool {
+    // SAFETY: `base` came from map_stack and is never unmapped; the flag's bytes lie in its
+    // read-write part above the stack, aligned, and are only ever accessed as this atomic.
+    unsafe { &*((base + SIZE - FLAG_BYTES) as *const AtomicBool) }
+}
 
 /// Runs `f` on a decision stack and returns its result. Falls back to the caller's own stack
 /// only if no memory can be mapped (then the decision is the same, on less stack).
@@ -49,32 +53,40 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     for slot in &STACKS {
-        if slot
-            .held
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            continue;
-        }
-        let base = match slot.base.load(Ordering::Relaxed) {
-            0 => match map_stack() {
-                // Only the holder reads or writes `base`.
-                Some(b) => {
-                    slot.base.store(b as usize, Ordering::Relaxed);
-                    b
+        let base = match slot.load(Ordering::Acquire) {
+            MAPPING => continue,
+            UNMAPPED => {
+                if slot
+                    .compare_exchange(UNMAPPED, MAPPING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
                 }
-                None => {
-                    slot.held.store(false, Ordering::Release);
+                let Some(b) = map_stack() else {
+                    slot.store(UNMAPPED, Ordering::Release);
                     return f();
+                };
+                let b = b as usize;
+                held(b).store(true, Ordering::Relaxed);
+                slot.store(b, Ordering::Release);
+                b
+            }
+            b => {
+                if held(b)
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
                 }
-            },
-            b => b as *mut u8,
+                b
+            }
         };
-        // SAFETY: `base..base + SIZE` is a read-write mapping of this process with an
-        // inaccessible guard below it, page-aligned; `held` makes this thread its only user
-        // until the store below, and `f` returns (no exec leaves it: see the module doc).
-        let r = unsafe { psm::on_stack(base, SIZE, f) };
-        slot.held.store(false, Ordering::Release);
+        // SAFETY: `base..base + SIZE - FLAG_BYTES` is a read-write mapping of this process with
+        // an inaccessible guard below it, page-aligned at the bottom and 64-byte aligned at the
+        // top; its flag makes this thread its only user until the store below, and `f` returns
+        // (no exec leaves it: see the module doc).
+        let r = unsafe { psm::on_stack(base as *mut u8, SIZE - FLAG_BYTES, f) };
+        held(base).store(false, Ordering::Release);
         return r;
     }
     match map_stack() {
@@ -91,12 +103,19 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
 
 /// In a `fork` child: the stacks other threads of the parent held are free here (those threads
 /// do not exist in the child), all but the one this thread runs on if it forked from a signal
-/// handler there.
+/// handler there. Writes only what changes: a write to a page shared with the parent costs a
+/// copy.
 pub fn after_fork_in_child() {
     let mine = shared_stack_in_use();
     for (i, slot) in STACKS.iter().enumerate() {
-        if mine != Some(i) {
-            slot.held.store(false, Ordering::Release);
+        match slot.load(Ordering::Acquire) {
+            UNMAPPED => {}
+            // The thread that was mapping it does not exist here (its mapping stays unused).
+            MAPPING => slot.store(UNMAPPED, Ordering::Release),
+            b if mine != Some(i) && held(b).load(Ordering::Relaxed) => {
+                held(b).store(false, Ordering::Release)
+            }
+            _ => {}
         }
     }
 }
@@ -105,8 +124,8 @@ pub fn after_fork_in_child() {
 fn shared_stack_in_use() -> Option<usize> {
     let sp = psm::stack_pointer() as usize;
     STACKS.iter().position(|slot| {
-        let base = slot.base.load(Ordering::Relaxed);
-        base != 0 && sp >= base && sp < base + SIZE
+        let base = slot.load(Ordering::Relaxed);
+        base > MAPPING && sp >= base && sp < base + SIZE
     })
 }
 
