@@ -7,18 +7,18 @@
 //! wrapper: `execguard run` builds it and sets `GIT_EXEC_PATH` to it, so nested git passes
 //! through the wrapper's checks again, and git's own helpers still resolve to the real files.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{symlink, MetadataExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::ShimRule;
 
 /// Build (or refresh) a shim directory `dir` for the real exec-path `real_exec_path` (e.g.
-/// `/usr/lib/git-core`) and the wrapper binary `wrapper`. Every entry of `real_exec_path`
-/// becomes a symlink to it, except `git` and the entries that are the real git under another
-/// name (hard links), which link to `wrapper`. Stale symlinks are
-/// replaced; any other file in `dir` is an error (the wrapper would refuse the shim).
+/// `/usr/lib/git-core`) and the wrapper binary `wrapper`: the symlinks of [`shim_entries`].
+/// Stale symlinks are replaced; any other file in `dir` is an error (the wrapper would refuse
+/// the shim).
 pub fn build_git_exec_path_shim(
     dir: &Path,
     real_exec_path: &Path,
@@ -42,59 +42,53 @@ pub fn build_git_exec_path_shim(
             ));
         }
     }
-    // The dashed builtins (`git-upload-pack`, ...) are the real git under other names (hard
-    // links): git starts some of them through `sh -c`, which the guard would refuse. They
-    // link to the wrapper, which runs `git-<cmd> ARGS` as `git <cmd> ARGS`.
-    let real_git = fs::metadata(real_exec_path.join("git")).ok();
-    for entry in fs::read_dir(real_exec_path)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == "git" {
-            continue;
-        }
-        let is_real_git = real_git.as_ref().is_some_and(|g| {
-            fs::metadata(entry.path()).is_ok_and(|m| (m.dev(), m.ino()) == (g.dev(), g.ino()))
-        });
-        if is_real_git {
-            symlink(wrapper, dir.join(&name))?;
-        } else {
-            symlink(real_exec_path.join(&name), dir.join(&name))?;
-        }
+    for (name, target) in shim_entries(real_exec_path, wrapper)? {
+        symlink(target, dir.join(name))?;
     }
-    symlink(wrapper, dir.join("git"))
+    Ok(())
 }
 
 /// Does `dir` hold exactly what [`build_git_exec_path_shim`] would build from `real_exec_path`
 /// and `wrapper` now? Then a session can reuse it instead of making ~170 symlinks again.
 pub fn git_exec_path_shim_is_current(dir: &Path, real_exec_path: &Path, wrapper: &Path) -> bool {
-    let expected = |name: &std::ffi::OsStr| -> Option<std::path::PathBuf> {
-        if name == "git" {
-            return Some(wrapper.to_path_buf());
-        }
-        let real_git = fs::metadata(real_exec_path.join("git")).ok()?;
-        let m = fs::metadata(real_exec_path.join(name)).ok()?;
-        Some(if (m.dev(), m.ino()) == (real_git.dev(), real_git.ino()) {
-            wrapper.to_path_buf()
-        } else {
-            real_exec_path.join(name)
-        })
-    };
-    let (Ok(real), Ok(shim)) = (fs::read_dir(real_exec_path), fs::read_dir(dir)) else {
+    let (Ok(want), Ok(shim)) = (shim_entries(real_exec_path, wrapper), fs::read_dir(dir)) else {
         return false;
     };
-    let mut real_names = 0usize;
-    for entry in real.flatten() {
-        let name = entry.file_name();
-        real_names += 1;
-        let Some(want) = expected(&name) else {
-            return false;
-        };
-        if fs::read_link(dir.join(&name)).ok() != Some(want) {
-            return false;
+    // Nothing more than what is wanted, and each wanted link as it should be.
+    shim.count() == want.len()
+        && want
+            .iter()
+            .all(|(name, target)| fs::read_link(dir.join(name)).ok().as_ref() == Some(target))
+}
+
+/// The shim's entries for `real_exec_path` and `wrapper`: each name and its symlink's target.
+/// `git` is the wrapper, and so are the dashed builtins (`git-upload-pack`, ...), which are
+/// the real git under other names (hard or symbolic links): git starts some of them through
+/// `sh -c`, which the guard would refuse, and the wrapper runs `git-<cmd> ARGS` as
+/// `git <cmd> ARGS`. Every other entry links to the real file.
+fn shim_entries(real_exec_path: &Path, wrapper: &Path) -> io::Result<Vec<(OsString, PathBuf)>> {
+    let real_git = fs::metadata(real_exec_path.join("git"))
+        .ok()
+        .map(|g| (g.dev(), g.ino()));
+    let mut entries = vec![(OsString::from("git"), wrapper.to_path_buf())];
+    for entry in fs::read_dir(real_exec_path)? {
+        let name = entry?.file_name();
+        if name == "git" {
+            continue;
         }
+        let real = real_exec_path.join(&name);
+        let is_real_git =
+            real_git.is_some_and(|g| fs::metadata(&real).is_ok_and(|m| (m.dev(), m.ino()) == g));
+        entries.push((
+            name,
+            if is_real_git {
+                wrapper.to_path_buf()
+            } else {
+                real
+            },
+        ));
     }
-    // Nothing more than the real exec path's entries (and `git`, which it holds too).
-    shim.count() == real_names
+    Ok(entries)
 }
 
 /// Where git's own exec-path lives when it is installed by a package or from source.
