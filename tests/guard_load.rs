@@ -8,7 +8,7 @@ mod support;
 use goblin::elf::dynamic::{
     DT_FINI, DT_FINI_ARRAY, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_PREINIT_ARRAY,
 };
-use goblin::elf::program_header::{PF_W, PT_GNU_RELRO, PT_LOAD};
+use goblin::elf::program_header::{PF_W, PF_X, PT_GNU_RELRO, PT_LOAD};
 use goblin::elf::Elf;
 use std::collections::BTreeSet;
 
@@ -91,6 +91,21 @@ fn leaves_no_data_page_for_the_loader_to_zero() {
         assert_eq!(
             seg.p_filesz, seg.p_memsz,
             "the writable segment at {:#x} has a .bss: the loader zeroes its page in every process",
+            seg.p_vaddr
+        );
+    }
+}
+
+#[test]
+fn no_segment_is_both_writable_and_executable() {
+    // The constants may share the code's segment (build.rs: one mapping fewer per process),
+    // but nothing the loader maps is ever writable and executable at once.
+    let bytes = guard_bytes();
+    let elf = Elf::parse(&bytes).unwrap();
+    for seg in elf.program_headers.iter().filter(|p| p.p_type == PT_LOAD) {
+        assert!(
+            seg.p_flags & PF_W == 0 || seg.p_flags & PF_X == 0,
+            "the segment at {:#x} is writable and executable",
             seg.p_vaddr
         );
     }

@@ -21,4 +21,34 @@ fn main() {
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         map.display()
     );
+    // Constants in the code's segment (read and execute, never write): the loader maps one
+    // segment fewer in every process, and a fork child that decides faults its constants in
+    // with its code (a shell loop: 1-2 page faults fewer per command, about 1% of its time).
+    // An option of rust-lld, the linker rustc uses for this target since 1.90 unless told
+    // otherwise; with any other linker the library keeps the default layout.
+    if uses_rust_lld() {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--no-rosegment");
+    }
+}
+
+fn uses_rust_lld() -> bool {
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    if env("TARGET") != "x86_64-unknown-linux-gnu"
+        || std::env::var_os("RUSTC_LINKER").is_some()
+        || env("CARGO_ENCODED_RUSTFLAGS").contains("link")
+    {
+        return false;
+    }
+    let version = std::process::Command::new(env("RUSTC"))
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    // "rustc 1.95.0 (...)"
+    let minor = version
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.split('.').nth(1))
+        .and_then(|m| m.parse::<u32>().ok());
+    version.starts_with("rustc 1.") && minor.is_some_and(|m| m >= 90)
 }
