@@ -16,7 +16,7 @@ const STACK_KIB: &str = "16";
 const ULIMIT_KIB: &str = "24";
 const SHELL_RUNS: usize = 10;
 /// A `clone` child's stack: what the caller gives it, as posix_spawn implementations do.
-const CLONE_STACK_KIB: &str = "8";
+const CLONE_STACK_KIB: &str = "6";
 
 const ENTRIES: [&str; 12] = [
     "execve",

@@ -138,107 +138,142 @@ pub unsafe fn guarded_as<R>(
     fail: impl FnOnce(c_int) -> R,
 ) -> R {
     state::with(|loaded| {
-        let policy = match loaded.policy() {
-            Ok(p) => p,
-            Err(reason) => {
-                report(None, entry, false, reason, b"", target.name());
-                return fail(EACCES);
-            }
-        };
         // SAFETY: caller's contract.
         let argv = unsafe { CList::new(argv) };
         // SAFETY: caller's contract.
         let envp = unsafe { CList::new(envp) };
         with_child_env(loaded, envp, rewrite, |child_env| {
-            let env = match child_env {
-                Ok(env) => env,
-                Err(reason) => {
-                    report(
-                        Some(&policy),
-                        entry,
-                        false,
-                        reason,
-                        target.name(),
-                        target.name(),
-                    );
-                    return fail(EACCES);
-                }
-            };
-            let ctx = Context {
-                policy: &policy,
-                runtimes: &loaded.runtimes,
-                self_lib: loaded.self_lib(),
-            };
-            let req = Request {
-                target,
-                given_name,
-                argv: &argv,
-                envp: &env,
-            };
+            // Only what the exec itself needs stays on the caller's stack.
             let mut exec_as = ExecName::new();
             let mut launch = None;
-            let verdict = decision_stack::run(|| {
-                decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch)
+            let decided = decision_stack::run(|| {
+                let ask = Ask {
+                    entry,
+                    target,
+                    given_name,
+                    argv: &argv,
+                    env: &child_env,
+                };
+                decide_and_report(loaded, &ask, &mut exec_as, &mut launch)
             });
+            let env = match (decided, child_env) {
+                (Ok(()), Ok(env)) => env,
+                (Err(errno), _) => return fail(errno),
+                (Ok(()), Err(_)) => return fail(EACCES), // decide_and_report refused it
+            };
             let name = (!exec_as.as_bytes().is_empty())
                 .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
-            match verdict {
-                Verdict::Allow(reason) => {
-                    let audit = policy.audit_allow() || reason == Reason::Breakglass;
-                    if audit
-                        && !report(
-                            Some(&policy),
-                            entry,
-                            true,
-                            reason,
-                            target.name(),
-                            target.name(),
-                        )
-                    {
-                        return fail(EACCES);
-                    }
-                    match &launch {
-                        None => run(Exec {
-                            env: env.as_ptr(),
-                            launch: None,
-                            name,
-                        }),
-                        Some(launch) => with_launch_argv(launch, &argv, |program, new_argv| {
-                            run(Exec {
-                                env: env.as_ptr(),
-                                launch: Some((program, new_argv)),
-                                name,
-                            })
-                        })
-                        .unwrap_or_else(|| fail(libc::E2BIG)),
-                    }
-                }
-                // A mutable file that is neither ELF nor #! gets the kernel's own answer, which
-                // makes execvp and shells run it with /bin/sh: not a refusal, nothing to report.
-                Verdict::Deny {
-                    reason: Reason::MutableUnknownFormat,
-                    errno,
-                    ..
-                } => fail(errno),
-                Verdict::Deny {
-                    reason,
-                    errno,
-                    path,
-                } => {
-                    report(
-                        Some(&policy),
-                        entry,
-                        false,
-                        reason,
-                        path.as_bytes(),
-                        target.name(),
-                    );
-                    fail(errno)
-                }
-                Verdict::Kernel(errno) => fail(errno),
+            match &launch {
+                None => run(Exec {
+                    env: env.as_ptr(),
+                    launch: None,
+                    name,
+                }),
+                Some(launch) => with_launch_argv(launch, &argv, |program, new_argv| {
+                    run(Exec {
+                        env: env.as_ptr(),
+                        launch: Some((program, new_argv)),
+                        name,
+                    })
+                })
+                .unwrap_or_else(|| fail(libc::E2BIG)),
             }
         })
     })
+}
+
+/// One exec as the caller asked for it.
+struct Ask<'r> {
+    entry: Entry,
+    target: Target<'r>,
+    given_name: Option<&'r [u8]>,
+    argv: &'r CList,
+    env: &'r Result<CList, Reason>,
+}
+
+/// The decision and its report, on the decision stack: `Ok` to run (the canonical name and
+/// the interpreter launch are in `exec_as` and `launch`), or the errno to fail with.
+fn decide_and_report<'r>(
+    loaded: &Loaded,
+    ask: &Ask<'r>,
+    exec_as: &mut ExecName,
+    launch: &mut Option<Launch<'r, CList>>,
+) -> Result<(), c_int> {
+    let (entry, target) = (ask.entry, ask.target);
+    let policy = match loaded.policy() {
+        Ok(p) => p,
+        Err(reason) => {
+            report(None, entry, false, reason, b"", target.name());
+            return Err(EACCES);
+        }
+    };
+    let env = match ask.env {
+        Ok(env) => env,
+        Err(reason) => {
+            let reason = *reason;
+            report(
+                Some(&policy),
+                entry,
+                false,
+                reason,
+                target.name(),
+                target.name(),
+            );
+            return Err(EACCES);
+        }
+    };
+    let ctx = Context {
+        policy: &policy,
+        runtimes: &loaded.runtimes,
+        self_lib: loaded.self_lib(),
+    };
+    let req = Request {
+        target,
+        given_name: ask.given_name,
+        argv: ask.argv,
+        envp: env,
+    };
+    match decide_launch(&mut LibcSys, &ctx, &req, exec_as, launch) {
+        Verdict::Allow(reason) => {
+            let audit = policy.audit_allow() || reason == Reason::Breakglass;
+            if audit
+                && !report(
+                    Some(&policy),
+                    entry,
+                    true,
+                    reason,
+                    target.name(),
+                    target.name(),
+                )
+            {
+                return Err(EACCES);
+            }
+            Ok(())
+        }
+        // A mutable file that is neither ELF nor #! gets the kernel's own answer, which makes
+        // execvp and shells run it with /bin/sh: not a refusal, nothing to report.
+        Verdict::Deny {
+            reason: Reason::MutableUnknownFormat,
+            errno,
+            ..
+        } => Err(errno),
+        Verdict::Deny {
+            reason,
+            errno,
+            path,
+        } => {
+            report(
+                Some(&policy),
+                entry,
+                false,
+                reason,
+                path.as_bytes(),
+                target.name(),
+            );
+            Err(errno)
+        }
+        Verdict::Kernel(errno) => Err(errno),
+    }
 }
 
 /// Most caller arguments a sealed script launch can carry (more: `E2BIG`).
