@@ -367,6 +367,45 @@ pub unsafe fn unmap(ptr: *mut u8, len: usize) {
     let _ = unsafe { call(libc::SYS_munmap, [ptr as c_long, len as c_long, 0, 0, 0, 0]) };
 }
 
+/// Blocks every signal in this thread and returns the mask it replaced (the kernel's 8-byte
+/// sigset), for [`restore_signals`]. The kernel never lets SIGKILL and SIGSTOP be blocked.
+pub fn block_all_signals() -> u64 {
+    let (all, mut old) = (u64::MAX, 0u64);
+    // SAFETY: pointers to live locals of the size given (8 bytes).
+    unsafe {
+        syscall6(
+            libc::SYS_rt_sigprocmask,
+            [
+                libc::SIG_SETMASK as c_long,
+                &all as *const u64 as c_long,
+                &mut old as *mut u64 as c_long,
+                8,
+                0,
+                0,
+            ],
+        );
+    }
+    old
+}
+
+/// Puts back a mask [`block_all_signals`] returned.
+pub fn restore_signals(mask: u64) {
+    // SAFETY: a pointer to a live local of the size given (8 bytes).
+    unsafe {
+        syscall6(
+            libc::SYS_rt_sigprocmask,
+            [
+                libc::SIG_SETMASK as c_long,
+                &mask as *const u64 as c_long,
+                0,
+                8,
+                0,
+                0,
+            ],
+        );
+    }
+}
+
 /// Makes `len` bytes at `ptr` inaccessible (a guard region).
 ///
 /// # Safety

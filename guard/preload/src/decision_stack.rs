@@ -1,17 +1,16 @@
 //! The guard's decisions run on a stack of their own, so that a hook needs little more of the
 //! caller's stack than the call it replaces: a thread with a 16 KiB stack or a `clone` child
 //! with less can exec. A decision resolves paths and reads headers through several nested
-//! 4 KiB buffers; the caller's stack keeps only what the exec itself needs.
+//! 4 KiB buffers; the caller's stack keeps only what the exec itself needs, and every real
+//! call (exec, spawn, dlopen) is made from the caller's stack.
 //!
 //! A few stacks per process, each mapped on first use (with a guard region below it) and
-//! inherited by `fork` children. Each is held only while deciding, never across an exec: a
-//! `vfork` child that execs while holding one would leave it held in the parent, whose memory
-//! it shares.
-//! A thread that finds them all held (other threads are deciding, or a signal handler runs an
-//! exec in the middle of a decision on a stack other than these) decides on a fresh mapping,
-//! unmapped before it returns, so nothing is left behind even in a `vfork` child. Code that is
-//! already on a decision stack (a spawn hook, whose real call returns in this process, or a
-//! signal handler) simply goes on using it.
+//! inherited by `fork` children. Each is held only while deciding, with every signal blocked,
+//! never across an exec: a `vfork` child that execs while holding one would leave it held in
+//! the parent, whose memory it shares. A thread that finds them all held decides on a fresh
+//! mapping, unmapped before it returns. A `vfork` child killed in the middle of a decision
+//! leaves its stack held (or its fresh mapping) in the parent: later decisions there use
+//! fresh mappings, which costs time, never a wrong answer.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use execguard_os::raw;
@@ -50,8 +49,18 @@ fn held(base: usize) -> &'static AtomicBool {
 #[inline(never)]
 pub fn run<R>(f: impl FnOnce() -> R) -> R {
     if shared_stack_in_use().is_some() {
-        return f();
+        return f(); // a decision inside a decision: signals are blocked already
     }
+    let mask = raw::block_all_signals();
+    let r = run_blocked(f);
+    raw::restore_signals(mask);
+    r
+}
+
+/// [`run`] with every signal blocked: no handler runs on a decision stack (it could need more
+/// than is left, `fork` there, or `siglongjmp` out and leave the stack held) and no
+/// asynchronous cancellation stops a decision half-way.
+fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
     for slot in &STACKS {
         let base = match slot.load(Ordering::Acquire) {
             MAPPING => continue,
@@ -102,19 +111,16 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// In a `fork` child: the stacks other threads of the parent held are free here (those threads
-/// do not exist in the child), all but the one this thread runs on if it forked from a signal
-/// handler there. Writes only what changes: a write to a page shared with the parent costs a
-/// copy.
+/// do not exist in the child, and the forking thread was not deciding: decisions block
+/// signals and never fork). Writes only what changes: a write to a page shared with the
+/// parent costs a copy.
 pub fn after_fork_in_child() {
-    let mine = shared_stack_in_use();
-    for (i, slot) in STACKS.iter().enumerate() {
+    for slot in &STACKS {
         match slot.load(Ordering::Acquire) {
             UNMAPPED => {}
             // The thread that was mapping it does not exist here (its mapping stays unused).
             MAPPING => slot.store(UNMAPPED, Ordering::Release),
-            b if mine != Some(i) && held(b).load(Ordering::Relaxed) => {
-                held(b).store(false, Ordering::Release)
-            }
+            b if held(b).load(Ordering::Relaxed) => held(b).store(false, Ordering::Release),
             _ => {}
         }
     }

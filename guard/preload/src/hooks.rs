@@ -8,7 +8,7 @@ use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::path::PathBuf;
 use execguard_policy::spawn::{child_path, ChildPath, SpawnAction};
 use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT};
-use execguard_policy::{path_candidates, path_search, search_goes_on, Reason, Target};
+use execguard_policy::{path_search, search_goes_on, Candidate, Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
 extern "C" {
@@ -189,23 +189,14 @@ unsafe fn exec_search(
     }
     let mut got_eacces = false;
     for candidate in path_search(variable(b"PATH="), name) {
-        // Each name in a buffer sized to it: the exec runs on the caller's stack.
-        let tried =
-            crate::scratch::with_words(crate::scratch::words_for(candidate.len() + 1), |w| {
-                // SAFETY: the words viewed as bytes, all written by write_c before being read.
-                let bytes = unsafe {
-                    core::slice::from_raw_parts_mut(
-                        w.as_mut_ptr().cast::<u8>(),
-                        w.len() * core::mem::size_of::<usize>(),
-                    )
-                };
-                let c = candidate.write_c(bytes).as_ptr().cast();
-                // SAFETY: `c` is NUL-terminated and lives until the end of this closure.
-                unsafe {
-                    exec_path(entry, c, argv, envp);
-                    retry_as_script(entry, c, argv, envp);
-                }
-            });
+        let tried = with_candidate(candidate, |c| {
+            let c = c.as_ptr().cast();
+            // SAFETY: `c` is NUL-terminated and lives until the end of this closure.
+            unsafe {
+                exec_path(entry, c, argv, envp);
+                retry_as_script(entry, c, argv, envp);
+            }
+        });
         if tried.is_none() {
             return fail_errno(libc::ENOMEM);
         }
@@ -467,7 +458,7 @@ unsafe fn spawn_with_actions(
     // SAFETY: forwarded contract.
     let replayed = match unsafe { spawn_actions(actions) } {
         None => ChildPath::Same,
-        Some(list) => child_path(list, given, &mut in_child),
+        Some(list) => crate::decision_stack::run(|| child_path(list, given, &mut in_child)),
     };
     match replayed {
         ChildPath::Same => spawn_as(Target::Path(given), None),
@@ -550,17 +541,12 @@ pub unsafe extern "C" fn posix_spawn(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    // SAFETY: libc's contract; the real posix_spawn returns in this process (its child
-    // execs on a stack of its own, with signals blocked meanwhile), so it may run on the
-    // decision stack, and with it the file-action replay.
-    crate::decision_stack::run(|| unsafe {
-        spawn(Entry::PosixSpawn, pid, path, actions, attr, argv, envp)
-    })
+    // SAFETY: libc's contract.
+    unsafe { spawn(Entry::PosixSpawn, pid, path, actions, attr, argv, envp) }
 }
 
 /// glibc's posix_spawnp searches PATH inside the child, out of the guard's sight, so the
-/// search happens here: the first executable candidate is decided and spawned by path. On
-/// the decision stack, as posix_spawn.
+/// search happens here: the first executable candidate is decided and spawned by path.
 #[no_mangle]
 pub unsafe extern "C" fn posix_spawnp(
     pid: *mut pid_t,
@@ -571,7 +557,7 @@ pub unsafe extern "C" fn posix_spawnp(
     envp: *const *const c_char,
 ) -> c_int {
     // SAFETY: libc's contract, forwarded.
-    crate::decision_stack::run(|| unsafe { spawn_search(pid, file, actions, attr, argv, envp) })
+    unsafe { spawn_search(pid, file, actions, attr, argv, envp) }
 }
 
 /// # Safety
@@ -597,22 +583,55 @@ unsafe fn spawn_search(
         return unsafe { spawn(Entry::PosixSpawnp, pid, file, actions, attr, argv, envp) };
     }
     let mut result = ENOENT;
-    for mut candidate in path_candidates(variable(b"PATH="), name) {
-        if !LibcSys.is_executable(candidate.as_bytes()) {
-            if LibcSys.stat(candidate.as_bytes()).is_ok() {
-                result = EACCES; // exists but not executable: glibc's child would get EACCES
+    for candidate in path_search(variable(b"PATH="), name) {
+        let tried = with_candidate(candidate, |c| {
+            let bytes = &c[..c.len() - 1];
+            let (runnable, exists) = crate::decision_stack::run(|| {
+                let runnable = LibcSys.is_executable(bytes);
+                (runnable, runnable || LibcSys.stat(bytes).is_ok())
+            });
+            if !runnable {
+                // Exists but not executable: glibc's child would get EACCES.
+                return Err(if exists { EACCES } else { ENOENT });
             }
-            continue;
-        }
-        let c = candidate.as_c_bytes().as_ptr().cast();
-        // SAFETY: `c` is NUL-terminated and alive for the call.
-        match unsafe { spawn(Entry::PosixSpawnp, pid, c, actions, attr, argv, envp) } {
-            EACCES => result = EACCES, // refused: keep searching, as for a noexec mount
-            e if e != 0 && search_goes_on(e) => {}
-            other => return other,
+            // SAFETY: `c` is NUL-terminated and alive for the call.
+            Ok(unsafe {
+                spawn(
+                    Entry::PosixSpawnp,
+                    pid,
+                    c.as_ptr().cast(),
+                    actions,
+                    attr,
+                    argv,
+                    envp,
+                )
+            })
+        });
+        match tried {
+            None => return libc::ENOMEM,
+            Some(Err(EACCES)) => result = EACCES,
+            Some(Err(_)) => {}
+            Some(Ok(EACCES)) => result = EACCES, // refused: keep searching, as for a noexec mount
+            Some(Ok(e)) if e != 0 && search_goes_on(e) => {}
+            Some(Ok(other)) => return other,
         }
     }
     result
+}
+
+/// Calls `f` with one PATH candidate as a C string (NUL included), in a buffer sized to it:
+/// the exec or spawn that follows runs on the caller's stack. `None` if no memory.
+fn with_candidate<R>(candidate: Candidate<'_>, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    crate::scratch::with_words(crate::scratch::words_for(candidate.len() + 1), |w| {
+        // SAFETY: the words viewed as bytes; write_c writes every byte it returns.
+        let bytes = unsafe {
+            core::slice::from_raw_parts_mut(
+                w.as_mut_ptr().cast::<u8>(),
+                w.len() * core::mem::size_of::<usize>(),
+            )
+        };
+        f(candidate.write_c(bytes))
+    })
 }
 
 #[no_mangle]
