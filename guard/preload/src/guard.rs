@@ -300,13 +300,8 @@ fn with_launch_argv<R>(
     let n_ptrs = added + rest + 1;
     scratch::with_words(n_ptrs + scratch::words_for(text_len), |words| {
         let (ptrs, text) = words.split_at_mut(n_ptrs);
-        // SAFETY: `text` is `text_len` bytes or more of writable memory, viewed as bytes.
-        let text = unsafe {
-            core::slice::from_raw_parts_mut(
-                text.as_mut_ptr().cast::<u8>(),
-                text.len() * core::mem::size_of::<usize>(),
-            )
-        };
+        // SAFETY: only the bytes copied in below are read (at least `text_len` of them fit).
+        let text = unsafe { scratch::bytes(text) };
         let (mut used, mut n) = (0, 0);
         for a in launch.added_args() {
             text[used..used + a.len()].copy_from_slice(a);
@@ -386,13 +381,8 @@ fn rewrite_env<R>(
     let mut f = Some(f);
     let done = scratch::with_words(n_ptrs + scratch::words_for(preload_len), |words| {
         let (ptrs, text) = words.split_at_mut(n_ptrs);
-        // SAFETY: `text` is at least `preload_len` writable bytes, viewed as bytes.
-        let text = unsafe {
-            core::slice::from_raw_parts_mut(
-                text.as_mut_ptr().cast::<u8>(),
-                text.len() * core::mem::size_of::<usize>(),
-            )
-        };
+        // SAFETY: only the bytes copied in below are read (at least `preload_len` fit).
+        let text = unsafe { scratch::bytes(text) };
         let mut at = 0;
         for part in [KEY, lib]
             .into_iter()

@@ -623,14 +623,8 @@ unsafe fn spawn_search(
 /// the exec or spawn that follows runs on the caller's stack. `None` if no memory.
 fn with_candidate<R>(candidate: Candidate<'_>, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
     crate::scratch::with_words(crate::scratch::words_for(candidate.len() + 1), |w| {
-        // SAFETY: the words viewed as bytes; write_c writes every byte it returns.
-        let bytes = unsafe {
-            core::slice::from_raw_parts_mut(
-                w.as_mut_ptr().cast::<u8>(),
-                w.len() * core::mem::size_of::<usize>(),
-            )
-        };
-        f(candidate.write_c(bytes))
+        // SAFETY: write_c writes every byte it returns, and nothing else is read.
+        f(candidate.write_c(unsafe { crate::scratch::bytes(w) }))
     })
 }
 

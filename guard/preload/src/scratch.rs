@@ -34,3 +34,19 @@ pub fn with_words<R>(n: usize, f: impl FnOnce(&mut [MaybeUninit<usize>]) -> R) -
 pub const fn words_for(bytes: usize) -> usize {
     bytes.div_ceil(core::mem::size_of::<usize>())
 }
+
+/// `words` as bytes.
+///
+/// # Safety
+/// The bytes may be uninitialised: the caller writes each byte before it reads it or passes
+/// it on.
+pub unsafe fn bytes(words: &mut [MaybeUninit<usize>]) -> &mut [u8] {
+    // SAFETY: the same writable memory, with u8's weaker alignment; reads only follow writes
+    // (the caller's contract).
+    unsafe {
+        core::slice::from_raw_parts_mut(
+            words.as_mut_ptr().cast::<u8>(),
+            core::mem::size_of_val(words),
+        )
+    }
+}
