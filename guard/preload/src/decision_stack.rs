@@ -15,14 +15,14 @@
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use execguard_os::raw;
 
-/// Usable size: room for the deepest decision and for a signal handler that interrupts one.
-/// Only the pages a decision touches are ever backed.
+/// Usable size: room for the deepest decision, with a wide margin (signals are blocked, so
+/// nothing else runs there). Only the pages a decision touches are ever backed.
 const SIZE: usize = 256 * 1024;
 /// Below the stack, never accessible: an overflow faults instead of writing other memory.
 /// Large enough for every page size Linux uses (up to 64 KiB on arm64).
 const GUARD: usize = 64 * 1024;
-/// Stacks kept per process: threads that spawn at once (a `posix_spawn` holds one until its
-/// child has exec'd) each get one; more than this decide on fresh mappings.
+/// Stacks kept per process: threads that decide at once each get one; more than this decide
+/// on fresh mappings.
 const SLOTS: usize = 4;
 /// The top of each kept stack holds its "held" flag rather than `.data`: every decision
 /// writes that page anyway, so taking the flag costs a `fork` child no page fault of its own.
@@ -48,7 +48,7 @@ fn held(base: usize) -> &'static AtomicBool {
 /// only if no memory can be mapped (then the decision is the same, on less stack).
 #[inline(never)]
 pub fn run<R>(f: impl FnOnce() -> R) -> R {
-    if shared_stack_in_use().is_some() {
+    if on_kept_stack() {
         return f(); // a decision inside a decision: signals are blocked already
     }
     let mask = raw::block_all_signals();
@@ -126,10 +126,10 @@ pub fn after_fork_in_child() {
     }
 }
 
-/// The slot whose stack this thread is running on, if any.
-fn shared_stack_in_use() -> Option<usize> {
+/// Is this thread running on one of the kept stacks (a decision inside a decision)?
+fn on_kept_stack() -> bool {
     let sp = psm::stack_pointer() as usize;
-    STACKS.iter().position(|slot| {
+    STACKS.iter().any(|slot| {
         let base = slot.load(Ordering::Relaxed);
         base > MAPPING && sp >= base && sp < base + SIZE
     })

@@ -156,10 +156,9 @@ pub unsafe fn guarded_as<R>(
                 };
                 decide_and_report(loaded, &ask, &mut exec_as, &mut launch)
             });
-            let env = match (decided, child_env) {
-                (Ok(()), Ok(env)) => env,
-                (Err(errno), _) => return fail(errno),
-                (Ok(()), Err(_)) => return fail(EACCES), // decide_and_report refused it
+            let env = match decided {
+                Ok(env) => env,
+                Err(errno) => return fail(errno),
             };
             let name = (!exec_as.as_bytes().is_empty())
                 .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
@@ -191,14 +190,15 @@ struct Ask<'r> {
     env: &'r Result<CList, Reason>,
 }
 
-/// The decision and its report, on the decision stack: `Ok` to run (the canonical name and
-/// the interpreter launch are in `exec_as` and `launch`), or the errno to fail with.
+/// The decision and its report, on the decision stack: `Ok` with the environment to run with
+/// (the canonical name and the interpreter launch are in `exec_as` and `launch`), or the errno
+/// to fail with.
 fn decide_and_report<'r>(
     loaded: &Loaded,
     ask: &Ask<'r>,
     exec_as: &mut ExecName,
     launch: &mut Option<Launch<'r, CList>>,
-) -> Result<(), c_int> {
+) -> Result<CList, c_int> {
     let (entry, target) = (ask.entry, ask.target);
     let policy = match loaded.policy() {
         Ok(p) => p,
@@ -248,7 +248,7 @@ fn decide_and_report<'r>(
             {
                 return Err(EACCES);
             }
-            Ok(())
+            Ok(*env)
         }
         // A mutable file that is neither ELF nor #! gets the kernel's own answer, which makes
         // execvp and shells run it with /bin/sh: not a refusal, nothing to report.

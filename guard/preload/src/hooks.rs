@@ -556,20 +556,6 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    // SAFETY: libc's contract, forwarded.
-    unsafe { spawn_search(pid, file, actions, attr, argv, envp) }
-}
-
-/// # Safety
-/// libc's contract for `posix_spawnp`.
-unsafe fn spawn_search(
-    pid: *mut pid_t,
-    file: *const c_char,
-    actions: *const posix_spawn_file_actions_t,
-    attr: *const posix_spawnattr_t,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-) -> c_int {
     if file.is_null() {
         return libc::EFAULT;
     }
