@@ -124,12 +124,7 @@ fn multithreaded_fork_exec_storm() {
     );
     // Decisions that found every decision stack held used fresh mappings: none may be left
     // (glibc keeps the joined threads' stacks, and the guard maps at most 4 stacks of its own).
-    let grew: i64 = o
-        .stdout
-        .split("maps_grew=")
-        .nth(1)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no maps_grew in the storm report\n{o}"));
+    let grew = o.probe_number("maps_grew");
     assert!(grew < 32, "{grew} mappings left after 400 spawns\n{o}");
     let o = f.probe(
         &p,

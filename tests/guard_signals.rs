@@ -14,19 +14,6 @@ fn signals_program() -> std::path::PathBuf {
     compile(&support_dir(), "signals.c", "signals", &[])
 }
 
-/// `key=<n>` from the probe's report line.
-fn field(o: &Outcome, key: &str) -> i64 {
-    o.stdout
-        .lines()
-        .find(|l| l.starts_with("PROBE "))
-        .and_then(|l| {
-            l.split(' ')
-                .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
-        })
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {key}= in the report\n{o}"))
-}
-
 fn run_mode(f: &Fixture, who: &execguard_testkit::Identity, mode: &str) -> Outcome {
     let mut cmd = f.guarded(&f.policy("strict", "seal = true\n"), signals_program());
     cmd.env("LD_PRELOAD", release_lib())
@@ -43,7 +30,7 @@ fn a_handler_that_forks_mid_decision_leaves_the_refusal_standing() {
         f.for_identity(&who);
         let o = run_mode(&f, &who, "fork");
         assert_eq!(o.code, Some(0), "{}\n{o}", who.label());
-        let (good, bad) = (field(&o, "good"), field(&o, "bad"));
+        let (good, bad) = (o.probe_number("good"), o.probe_number("bad"));
         // Each child resumes the interrupted execve of the payload, which must be refused.
         assert_eq!(bad, 0, "{}: {bad} children went wrong\n{o}", who.label());
         assert!(
@@ -63,11 +50,11 @@ fn siglongjmp_out_of_a_decision_leaves_no_mapping_behind() {
         let o = run_mode(&f, &who, "longjmp");
         assert_eq!(o.code, Some(0), "{}\n{o}", who.label());
         assert!(
-            field(&o, "signals") >= 20,
+            o.probe_number("signals") >= 20,
             "{}: too few signals\n{o}",
             who.label()
         );
-        let grew = field(&o, "maps_grew");
+        let grew = o.probe_number("maps_grew");
         assert!(
             grew <= 4,
             "{}: {grew} mappings left behind\n{o}",

@@ -364,18 +364,28 @@ impl Outcome {
 
     /// The probe's `PROBE ...` line, if it printed one.
     pub fn report(&self) -> Option<Report> {
-        let line = self.stdout.lines().find(|l| l.starts_with("PROBE "))?;
-        let field = |k: &str| {
-            line.split(' ')
-                .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
-                .map(str::to_string)
-        };
+        let field = |k: &str| self.probe_field(k).map(str::to_string);
         Some(Report {
             entry: field("entry")?,
             ret: field("ret")?.parse().ok()?,
             errno: field("errno")?.parse().ok()?,
             status: field("status").and_then(|s| s.parse().ok()),
         })
+    }
+
+    /// The value of `key=` in the probe's `PROBE ...` line.
+    pub fn probe_field(&self, key: &str) -> Option<&str> {
+        let line = self.stdout.lines().find(|l| l.starts_with("PROBE "))?;
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+    }
+
+    /// [`Outcome::probe_field`] as a number; panics with the outcome when it is missing.
+    #[allow(dead_code)] // not every test binary uses it
+    pub fn probe_number(&self, key: &str) -> i64 {
+        self.probe_field(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key}=<number> in the probe's report\n{self}"))
     }
 
     /// Did an argv printer (payload, runtime, interpreter) run?
