@@ -428,28 +428,20 @@ fn unreachable_after_run() -> ! {
 #[inline(never)]
 #[cold]
 pub fn refuse(entry: Entry, reason: Reason, target: &[u8]) {
-    state::with(|loaded| {
-        let policy = loaded.policy().ok();
-        report(policy.as_ref(), entry, false, reason, b"", target);
+    decision_stack::run(|| {
+        state::with(|loaded| {
+            let policy = loaded.policy().ok();
+            report(policy.as_ref(), entry, false, reason, b"", target);
+        })
     })
 }
 
 #[inline(never)]
 #[cold]
 /// Writes the refusal line (for denials) and the audit record. Returns false when a record
-/// was due and could not be written (callers then refuse: nothing is lost).
+/// was due and could not be written (callers then refuse: nothing is lost). Called on the
+/// decision stack (by a decision, or by [`refuse`]).
 fn report(
-    policy: Option<&Policy<'_>>,
-    entry: Entry,
-    allowed: bool,
-    reason: Reason,
-    path: &[u8],
-    target: &[u8],
-) -> bool {
-    decision_stack::run(|| write_report(policy, entry, allowed, reason, path, target))
-}
-
-fn write_report(
     policy: Option<&Policy<'_>>,
     entry: Entry,
     allowed: bool,
