@@ -722,6 +722,7 @@ mod tests {
         std::fs::write(real.join("git"), b"g").unwrap();
         std::fs::hard_link(real.join("git"), real.join("git-upload-pack")).unwrap();
         std::fs::write(real.join("git-sh-setup"), b"s").unwrap();
+        std::os::unix::fs::symlink("git", real.join("git-receive-pack")).unwrap();
         let plan = ShimPlan {
             wrappers: vec![(GIT, d.join("wrapper"))],
             git_exec_path: Some(real.clone()),
@@ -729,6 +730,11 @@ mod tests {
         let shim = d.join("shim");
         create_shim_in(&shim, &plan).unwrap();
         assert!(shim_is_current(&shim, &plan));
+        // git under other names (a hard link, a symbolic one) is the wrapper; a helper is real.
+        let target = |name: &str| std::fs::read_link(shim.join("git-core").join(name)).unwrap();
+        assert_eq!(target("git-upload-pack"), d.join("wrapper"));
+        assert_eq!(target("git-receive-pack"), d.join("wrapper"));
+        assert_eq!(target("git-sh-setup"), real.join("git-sh-setup"));
         std::fs::write(shim.join("git-core/planted"), b"x").unwrap();
         assert!(!shim_is_current(&shim, &plan), "an added file");
         std::fs::remove_file(shim.join("git-core/planted")).unwrap();

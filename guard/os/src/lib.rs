@@ -131,6 +131,27 @@ fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
     Ok(())
 }
 
+/// `readlinkat(dir, name)` into `out`: a link in an open directory costs one lookup, not a
+/// walk of its whole path. A result that fills `out` may be cut, so it is an error.
+pub fn read_link_at(dir: c_int, name: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
+    let room = out.len();
+    let buf = out.as_mut_ptr() as c_long;
+    let n = with_c_path(name, |c| {
+        // SAFETY: `c` is NUL-terminated; readlinkat writes at most `room` bytes at `buf`.
+        let ret = unsafe {
+            raw::syscall6(
+                libc::SYS_readlinkat,
+                [dir as c_long, c as c_long, buf, room as c_long, 0, 0],
+            )
+        };
+        raw::result(ret)
+    })?? as usize;
+    if n >= room {
+        return Err(ENAMETOOLONG);
+    }
+    Ok(n)
+}
+
 /// System call `nr(AT_FDCWD, path, a, b)`, with `path` made a C string.
 ///
 /// # Safety

@@ -10,7 +10,9 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, DirEntryExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use super::ShimRule;
@@ -51,14 +53,21 @@ pub fn build_git_exec_path_shim(
 /// Does `dir` hold exactly what [`build_git_exec_path_shim`] would build from `real_exec_path`
 /// and `wrapper` now? Then a session can reuse it instead of making ~170 symlinks again.
 pub fn git_exec_path_shim_is_current(dir: &Path, real_exec_path: &Path, wrapper: &Path) -> bool {
-    let (Ok(want), Ok(shim)) = (shim_entries(real_exec_path, wrapper), fs::read_dir(dir)) else {
+    let (Ok(want), Ok(shim), Ok(listing)) = (
+        shim_entries(real_exec_path, wrapper),
+        fs::File::open(dir),
+        fs::read_dir(dir),
+    ) else {
         return false;
     };
-    // Nothing more than what is wanted, and each wanted link as it should be.
-    shim.count() == want.len()
-        && want
-            .iter()
-            .all(|(name, target)| fs::read_link(dir.join(name)).ok().as_ref() == Some(target))
+    let mut target = [0u8; execguard_policy::path::PATH_MAX];
+    // Nothing more than what is wanted, and each wanted link as it should be: read in the open
+    // directory, one lookup per link (each session starts with this check of ~170 links).
+    listing.count() == want.len()
+        && want.iter().all(|(name, wanted)| {
+            execguard_os::read_link_at(shim.as_raw_fd(), name.as_bytes(), &mut target)
+                .is_ok_and(|n| target[..n] == *wanted.as_os_str().as_bytes())
+        })
 }
 
 /// The shim's entries for `real_exec_path` and `wrapper`: each name and its symlink's target.
@@ -70,15 +79,28 @@ fn shim_entries(real_exec_path: &Path, wrapper: &Path) -> io::Result<Vec<(OsStri
     let real_git = fs::metadata(real_exec_path.join("git"))
         .ok()
         .map(|g| (g.dev(), g.ino()));
+    let dir_dev = fs::metadata(real_exec_path)?.dev();
     let mut entries = vec![(OsString::from("git"), wrapper.to_path_buf())];
     for entry in fs::read_dir(real_exec_path)? {
-        let name = entry?.file_name();
+        let entry = entry?;
+        let name = entry.file_name();
         if name == "git" {
             continue;
         }
         let real = real_exec_path.join(&name);
-        let is_real_git =
-            real_git.is_some_and(|g| fs::metadata(&real).is_ok_and(|m| (m.dev(), m.ino()) == g));
+        // A regular file is known by its directory entry, whose inode number is the file's:
+        // without a stat of its own when the directory's device is git's (the entry lies on
+        // it), with one where they differ (an overlay whose layers are separate file systems).
+        // A link is judged by where it leads. A file mounted over an entry shows the entry's
+        // inode, so it links to its real path, which the guard refuses to start as the
+        // protected git: never a way around the wrapper.
+        let is_real_git = real_git.is_some_and(|(dev, ino)| {
+            let stat = || fs::metadata(&real).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino));
+            match entry.file_type() {
+                Ok(t) if t.is_file() => entry.ino() == ino && (dir_dev == dev || stat()),
+                _ => stat(),
+            }
+        });
         entries.push((
             name,
             if is_real_git {
