@@ -286,11 +286,13 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let namespace = match options.mounts {
         MountsMode::Off => None,
         _ if inherited => None,
-        // A namespace cannot be left once entered: try it in a child first, so a kernel or
-        // LSM that refuses part of it (Ubuntu's restricted user namespaces) never leaves this
-        // process half inside one. Once the probe passed, a failure here is a refusal.
-        mode => match mounts::probe(partition) {
-            Ok(()) => Some(mounts::isolate(partition)?),
+        // A user namespace cannot be left once entered: `probe` tries it in a child first,
+        // so a kernel or LSM that refuses part of it (Ubuntu's restricted user namespaces)
+        // never leaves this process inside one with its ids unmapped. A bind that fails after
+        // that leaves the mounts made so far, which only take exec or writes away; the
+        // report below reads them as they are.
+        mode => match mounts::probe().and_then(|()| mounts::isolate(partition)) {
+            Ok(namespace) => Some(namespace),
             Err(e) if mode == MountsMode::Required => return Err(e),
             Err(e) => {
                 eprintln!("execguard: notice: mappings of written files are refused only by the guard, not by a noexec mount ({e})");

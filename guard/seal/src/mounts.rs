@@ -181,9 +181,18 @@ fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
     })
 }
 
-/// Tries [`isolate`] in a forked child and reports how it went, leaving this process as it
-/// was. The caller must be single-threaded (as for [`isolate`]).
-pub fn probe(partition: &Partition) -> Result<(), SealError> {
+/// Does [`enter`] work here? Asked only where a failure of it could not be undone: a non-root
+/// user's new user namespace cannot be left, and a kernel or LSM may accept it and then refuse
+/// what comes next (Ubuntu's restricted user namespaces give it no capabilities), which would
+/// leave this process inside one with its ids unmapped. Root's mount namespace needs no such
+/// question: a failed step leaves a private copy of the mounts it had. So it is tried in a
+/// forked child, which reports how it went; the caller must be single-threaded (as for
+/// [`isolate`]).
+pub fn probe() -> Result<(), SealError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into `fds`.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -195,7 +204,7 @@ pub fn probe(partition: &Partition) -> Result<(), SealError> {
     if pid == 0 {
         // SAFETY: the child's copy of the read end is not used.
         unsafe { libc::close(fds[0]) };
-        let code = match isolate(partition) {
+        let code = match enter() {
             Ok(_) => 0,
             Err(e) => {
                 let msg = e.to_string();
@@ -253,9 +262,25 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
             detail: format!("{NO_NAMESPACE_ENV} is set (test hook)"),
         });
     }
+    let cwd = std::env::current_dir().ok();
+    let kind = enter()?;
+    let made = bind_partition(partition);
+    if let Some(cwd) = cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
+    let (noexec, read_only) = made?;
+    Ok(Namespace {
+        kind,
+        noexec,
+        read_only,
+    })
+}
+
+/// The namespaces themselves: a mount namespace (in a user namespace of its own for a
+/// non-root user, ids mapped to themselves) that is a slave of the parent's.
+fn enter() -> Result<&'static str, SealError> {
     // SAFETY: geteuid/getegid have no preconditions.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let cwd = std::env::current_dir().ok();
     let kind = if uid == 0 {
         // SAFETY: unshare takes only flags; it affects this process alone.
         if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
@@ -274,7 +299,13 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     };
     // Nothing made here may reach the parent namespace.
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
+    Ok(kind)
+}
 
+/// The binds of the partition in the namespace [`enter`] made: the mount points remounted
+/// `noexec` and the exec dirs made read-only. A failure stops at the step that failed: what
+/// was made before it only takes exec or writes away.
+fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SealError> {
     // A file root (the audit log) is bind-mounted as a file.
     let mut roots: Vec<&PathBuf> = partition
         .write_set
@@ -348,12 +379,5 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
         )?;
         read_only.push((*dir).clone());
     }
-    if let Some(cwd) = cwd {
-        let _ = std::env::set_current_dir(cwd);
-    }
-    Ok(Namespace {
-        kind,
-        noexec,
-        read_only,
-    })
+    Ok((noexec, read_only))
 }
