@@ -12,7 +12,8 @@
 //!
 //! Numbers and arguments are compared as the kernel reads them: the syscall number is the
 //! 32-bit `seccomp_data.nr`, flag arguments their low 32 bits (`Dword`). On x86_64 each rule
-//! is repeated for the x32 number (`nr | 0x40000000`), and a call through another ABI (i386
+//! is repeated for the x32 number (`nr | 0x40000000`) when the kernel has the x32 ABI (without
+//! it the kernel answers every x32 call `ENOSYS`), and a call through another ABI (i386
 //! `int 0x80`) fails the filter's architecture check, which kills the process.
 
 use crate::SealError;
@@ -60,10 +61,29 @@ const REFUSED: &[(i64, &str)] = &[
     (libc::SYS_open_by_handle_at, "open_by_handle_at"),
 ];
 
-#[cfg(target_arch = "x86_64")]
-const ALIASES: &[i64] = &[0, 0x4000_0000];
-#[cfg(not(target_arch = "x86_64"))]
-const ALIASES: &[i64] = &[0];
+/// The numbers each rule is written for: the native one, and on x86_64 the x32 one
+/// (`nr | X32`) when this kernel has the x32 ABI. It is chosen at boot, so a kernel that
+/// answers an x32 `getpid` with `ENOSYS` does so for every x32 call, and rules for it would
+/// only lengthen the filter (the kernel's cost of installing one grows with its length: about
+/// 0.1 ms of each session's start for the x32 half).
+fn aliases() -> &'static [i64] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const X32: i64 = 0x4000_0000;
+        // SAFETY: getpid takes no arguments and has no effects; through the x32 ABI it either
+        // returns the pid or fails with ENOSYS.
+        let pid = unsafe { libc::syscall(libc::SYS_getpid | X32) };
+        if pid == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            &[0]
+        } else {
+            &[0, X32]
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        &[0]
+    }
+}
 
 fn bit_set(arg: u8, bit: u64) -> Result<SeccompRule, seccompiler::BackendError> {
     SeccompRule::new(vec![SeccompCondition::new(
@@ -85,11 +105,14 @@ fn bit_clear(arg: u8, bit: u64) -> Result<SeccompRule, seccompiler::BackendError
 
 /// The two programs (refusals answered `EPERM`; `clone3` answered `ENOSYS`) and their
 /// descriptions.
-fn build(memfd_noexec: bool) -> Result<(Vec<BpfProgram>, Vec<String>), seccompiler::BackendError> {
+fn build(
+    memfd_noexec: bool,
+    aliases: &[i64],
+) -> Result<(Vec<BpfProgram>, Vec<String>), seccompiler::BackendError> {
     let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let mut lines = Vec::new();
     let mut add = |nr: i64, rules: Vec<SeccompRule>| {
-        for alias in ALIASES {
+        for alias in aliases {
             eperm.insert(nr | alias, rules.clone());
         }
     };
@@ -143,7 +166,7 @@ fn build(memfd_noexec: bool) -> Result<(Vec<BpfProgram>, Vec<String>), seccompil
         arch,
     )?;
     let mut clone3: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for alias in ALIASES {
+    for alias in aliases {
         clone3.insert(libc::SYS_clone3 | alias, vec![]);
     }
     lines.push("clone3: ENOSYS (libc falls back to clone)".into());
@@ -153,8 +176,10 @@ fn build(memfd_noexec: bool) -> Result<(Vec<BpfProgram>, Vec<String>), seccompil
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
     )?;
-    if cfg!(target_arch = "x86_64") {
+    if aliases.len() > 1 {
         lines.push("x32 numbers (nr | 0x40000000) of each rule: the same answer".into());
+    } else if cfg!(target_arch = "x86_64") {
+        lines.push("x32 numbers: the kernel has no x32 ABI (ENOSYS)".into());
     }
     lines.push("other ABIs (i386 int 0x80): the process is killed".into());
     Ok((vec![refuse.try_into()?, fallback.try_into()?], lines))
@@ -163,7 +188,7 @@ fn build(memfd_noexec: bool) -> Result<(Vec<BpfProgram>, Vec<String>), seccompil
 /// Installs the filter on the calling thread (its children inherit it). Returns the rules.
 pub fn install(memfd_noexec: bool) -> Result<Vec<String>, SealError> {
     let fail = |detail: String| SealError::Seccomp { detail };
-    let (programs, lines) = build(memfd_noexec).map_err(|e| fail(e.to_string()))?;
+    let (programs, lines) = build(memfd_noexec, aliases()).map_err(|e| fail(e.to_string()))?;
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1) takes no pointers and only restricts this process.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(fail(format!(
@@ -184,7 +209,7 @@ mod tests {
     #[test]
     fn the_filter_builds_and_names_every_rule() {
         for memfd in [true, false] {
-            let (programs, lines) = build(memfd).unwrap();
+            let (programs, lines) = build(memfd, aliases()).unwrap();
             assert_eq!(programs.len(), 2);
             assert_eq!(lines.iter().any(|l| l.starts_with("memfd_create")), memfd);
             for &(_, name) in REFUSED {
@@ -194,5 +219,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// With the x32 ABI, every rule is there for its x32 number too; without it, none is.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn x32_numbers_get_the_same_rules_when_the_kernel_has_them() {
+        const X32: i64 = 0x4000_0000;
+        let has = |programs: &[BpfProgram], nr: i64| {
+            programs.iter().flatten().any(|i| i64::from(i.k) == nr)
+        };
+        let (native, _) = build(true, &[0]).unwrap();
+        let (both, lines) = build(true, &[0, X32]).unwrap();
+        for nr in [
+            libc::SYS_mount,
+            libc::SYS_unshare,
+            libc::SYS_memfd_create,
+            libc::SYS_clone3,
+        ] {
+            assert!(has(&native, nr) && has(&both, nr), "{nr}");
+            assert!(has(&both, nr | X32) && !has(&native, nr | X32), "{nr}");
+        }
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("x32 numbers (nr | 0x40000000)")));
     }
 }
