@@ -29,6 +29,7 @@ use landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Test hook: an ABI version to report instead of the kernel's, only ever lower (so it can
@@ -245,8 +246,17 @@ impl Partition {
 
     /// Is `path` (canonical) in the write set?
     pub fn in_write_set(&self, path: &Path) -> bool {
-        self.write_set.iter().any(|r| path.starts_with(r))
+        self.write_set.iter().any(|r| beneath(path, r))
     }
+}
+
+/// Is `path` `root` or beneath it? Both are canonical, as everything this crate compares is
+/// (the partition's roots, the kernel's mount points, the entries listed beneath them), so the
+/// engine's byte comparison answers, where `Path::starts_with` would parse every component of
+/// both (a cost that showed in every session's start).
+pub(crate) fn beneath(path: &Path, root: &Path) -> bool {
+    let root = root.as_os_str().as_bytes();
+    root == b"/" || execguard_policy::path::is_under(path.as_os_str().as_bytes(), root)
 }
 
 /// How the seal is applied.
@@ -315,7 +325,7 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
         }
     }
     // A reduced profile's workspace keeps exec on purpose: every other mount must be noexec.
-    let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
+    let in_both = |m: &MountReport| partition.both.iter().any(|b| beneath(&m.mount_point, b));
     if namespace.is_some() && mounts.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push("write_set_not_all_noexec".to_string());
     }
@@ -374,7 +384,7 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
         let inner: Vec<PathBuf> = partition
             .exec_dirs
             .iter()
-            .filter(|e| e.starts_with(root))
+            .filter(|e| beneath(e, root))
             .cloned()
             .collect();
         if root == Path::new("/dev") {
@@ -532,17 +542,24 @@ fn collect(dir: &Path, excluded: &[PathBuf], inside: Option<&Path>, out: &mut Ve
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let is_link = kind.is_symlink();
         if is_link && inside.is_some() {
             continue;
         }
         // Only directories and regular files can hold programs. Sockets, pipes and devices
         // (and links to them, such as /dev/stdin) get no grant: Landlock refuses rules on
-        // pseudo file systems, and nothing there is executed.
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
+        // pseudo file systems, and nothing there is executed. The entry's type says what it
+        // is; a link is judged by what it leads to.
+        let holds_programs = |t: std::fs::FileType| t.is_dir() || t.is_file();
+        let kind_ok = if is_link {
+            std::fs::metadata(&path).is_ok_and(|m| holds_programs(m.file_type()))
+        } else {
+            holds_programs(kind)
         };
-        if !meta.is_dir() && !meta.is_file() {
+        if !kind_ok {
             continue;
         }
         // A rule follows links: judge a link by where it leads.
@@ -554,10 +571,10 @@ fn collect(dir: &Path, excluded: &[PathBuf], inside: Option<&Path>, out: &mut Ve
         } else {
             path.clone()
         };
-        if excluded.iter().any(|e| real.starts_with(e)) {
+        if excluded.iter().any(|e| beneath(&real, e)) {
             continue; // at or inside an excluded root
         }
-        if excluded.iter().any(|e| e.starts_with(&real)) {
+        if excluded.iter().any(|e| beneath(e, &real)) {
             // Holds an excluded root: grant its other entries one level down. A link to such
             // a directory gets nothing; the directory is reached under its own name.
             if !is_link {

@@ -10,7 +10,7 @@
 //! filter then refuses every mount call, so the session cannot undo this.
 
 use crate::report::MountReport;
-use crate::{Partition, SealError};
+use crate::{beneath, Partition, SealError};
 use serde::Serialize;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -78,7 +78,7 @@ fn unescape(s: &str) -> String {
 pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
     mounts
         .iter()
-        .filter(|m| path.starts_with(&m.point))
+        .filter(|m| beneath(path, &m.point))
         .max_by_key(|m| m.point.as_os_str().len())
 }
 
@@ -93,14 +93,14 @@ pub fn report(partition: &Partition) -> Vec<MountReport> {
         }
         let mut seen: Vec<&Path> = Vec::new();
         let covering = mount_of(&mounts, root);
-        let beneath = mounts.iter().rev().filter(|m| m.point.starts_with(root));
-        for m in covering.into_iter().chain(beneath) {
+        let under = mounts.iter().rev().filter(|m| beneath(&m.point, root));
+        for m in covering.into_iter().chain(under) {
             if seen.contains(&m.point.as_path()) {
                 continue; // shadowed by a later mount on the same point
             }
             seen.push(&m.point);
             // A mount beneath an exec dir is on the execute side.
-            if partition.exec_dirs.iter().any(|e| m.point.starts_with(e)) {
+            if partition.exec_dirs.iter().any(|e| beneath(&m.point, e)) {
                 continue;
             }
             out.push(MountReport {
@@ -319,7 +319,7 @@ fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>),
         .iter()
         .map(|d| kept_flags(d))
         .collect::<Result<_, _>>()?;
-    let both = |p: &Path| partition.both.iter().any(|b| p.starts_with(b));
+    let both = |p: &Path| partition.both.iter().any(|b| beneath(p, b));
     for root in &roots {
         mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
     }
@@ -330,13 +330,13 @@ fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>),
     for dir in &exec_dirs {
         let Some(root) = roots
             .iter()
-            .filter(|r| dir.starts_with(r))
+            .filter(|r| beneath(dir, r))
             .max_by_key(|r| r.as_os_str().len())
         else {
             continue;
         };
         let mut a = dir.parent();
-        while let Some(p) = a.filter(|p| p.starts_with(root) && p != root) {
+        while let Some(p) = a.filter(|p| beneath(p, root) && p != root) {
             if !ancestors.iter().any(|x| x == p) {
                 ancestors.push(p.to_path_buf());
             }
@@ -350,11 +350,11 @@ fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>),
     let mut noexec = Vec::new();
     let points: Vec<PathBuf> = mountinfo().into_iter().map(|m| m.point).collect();
     for point in &points {
-        if !roots.iter().any(|r| point.starts_with(r)) || noexec.contains(point) {
+        if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
             continue;
         }
         let mut flags = kept_flags(point)? | libc::MS_NOSUID;
-        if !point.starts_with("/dev") || point.starts_with("/dev/shm") {
+        if !beneath(point, Path::new("/dev")) || beneath(point, Path::new("/dev/shm")) {
             flags |= libc::MS_NODEV;
         }
         if both(point) {
