@@ -287,15 +287,16 @@ pub enum MountsMode {
 pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
     let abi = partition_abi()?;
     let mut reductions = Vec::new();
-    // Inside a session that made them already (a nested `execguard run`), the write set is
-    // noexec and no new namespace may be made (the outer filter refuses it): keep those.
-    let inherited = {
+    // Inside a session that made them already (a nested `execguard run`), no new namespace
+    // may be made (the outer filter refuses it) and the write set is noexec already: keep
+    // those. Asked only when a namespace could not be made: reading the mounts costs every
+    // session's start.
+    let inherited = || {
         let m = mounts::report(partition);
         !m.is_empty() && m.iter().all(|m| m.noexec)
     };
     let namespace = match options.mounts {
         MountsMode::Off => None,
-        _ if inherited => None,
         // A user namespace cannot be left once entered: `probe` tries it in a child first,
         // so a kernel or LSM that refuses part of it (Ubuntu's restricted user namespaces)
         // never leaves this process inside one with its ids unmapped. A bind that fails after
@@ -303,6 +304,7 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
         // report below reads them as they are.
         mode => match mounts::probe().and_then(|()| mounts::isolate(partition)) {
             Ok(namespace) => Some(namespace),
+            Err(_) if inherited() => None,
             Err(e) if mode == MountsMode::Required => return Err(e),
             Err(e) => {
                 eprintln!("execguard: notice: mappings of written files are refused only by the guard, not by a noexec mount ({e})");
