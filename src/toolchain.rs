@@ -594,6 +594,9 @@ pub fn supervise_repository(
         );
     }
     if child == 0 {
+        // The session never reads the snapshots: freeing them would only write (copy) the
+        // heap pages this child shares with the supervisor, just before its exec drops them.
+        std::mem::forget(snapshots);
         return Ok(());
     }
     SESSION_CHILD.store(child, std::sync::atomic::Ordering::Relaxed);
