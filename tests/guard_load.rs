@@ -110,3 +110,38 @@ fn no_segment_is_both_writable_and_executable() {
         );
     }
 }
+
+#[test]
+fn what_runs_at_load_lies_in_the_first_fault_window() {
+    // The loader reads the headers at the start of the file; the kernel maps a fault's whole
+    // 64 KiB window of a file at once. The initialiser and the primitives it calls sit there
+    // too (build.rs orders them first), so loading the guard faults in one window of its code.
+    // A layout of the library as it ships: a debug build's code starts past that window.
+    let bytes = std::fs::read(support::release_lib()).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    let code_from_start = elf
+        .program_headers
+        .iter()
+        .any(|p| p.p_type == PT_LOAD && p.p_flags & PF_X != 0 && p.p_offset == 0);
+    if !code_from_start {
+        execguard_testkit::skip("the load-order layout: the library was not linked by rust-lld");
+        return;
+    }
+    for name in [
+        "execguard_at_load",
+        "__execguard_capture_initial_environment",
+        "strlen",
+        "memcpy",
+    ] {
+        let sym = elf
+            .syms
+            .iter()
+            .find(|s| elf.strtab.get_at(s.st_name) == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not in the symbol table"));
+        assert!(
+            sym.st_value + sym.st_size <= 64 * 1024,
+            "{name} at {:#x} lies outside the first 64 KiB",
+            sym.st_value
+        );
+    }
+}

@@ -13,6 +13,15 @@ extern char **environ;
 HIDDEN int __execguard_execve(const char *path, char *const argv[], char *const envp[], int le);
 HIDDEN int __execguard_execvp(const char *file, char *const argv[]);
 HIDDEN long __execguard_syscall(long nr, long a, long b, long c, long d, long e, long f);
+HIDDEN void __execguard_capture_initial_environment(int argc, char **argv, char **envp);
+
+/* The guard's one initialiser (state.rs), called by the loader with the initial environment.
+ * Declared here so that it stays hidden; build.rs puts it, this constructor and the primitives
+ * below first in the code, beside the headers the loader reads, so that loading the library
+ * faults in one window of its code, not three. */
+__attribute__((constructor)) static void execguard_at_load(int argc, char **argv, char **envp) {
+    __execguard_capture_initial_environment(argc, argv, envp);
+}
 
 /* The memory and string primitives the compilers emit calls to, defined here and hidden, so
  * that loading the library binds no libc symbol for them: every process pays the loader for

@@ -124,11 +124,14 @@ impl Loaded {
     }
 }
 
-/// Host mode: what the process was started with, taken by [`capture_initial_environment`]
+/// Host mode: what the process was started with, taken by [`__execguard_capture_initial_environment`]
 /// before any of the program's own code ran. Reading it back later (from `environ` or
 /// `/proc/self/environ`, which is the same memory) would let the program forge it: perl's
 /// `$0` overwrites that area, and a non-dumpable process (the wrappers) cannot even open its
-/// own `/proc/self/environ`.
+/// own `/proc/self/environ`. Page-aligned: a policy of up to a page (a session's is about
+/// 1 KiB) is then captured with one copy-on-write fault, not two where it would straddle a
+/// page boundary.
+#[repr(C, align(4096))]
 struct Initial {
     /// Length of the policy text; [`NOT_FOUND`] or [`TOO_LARGE`] when there is none.
     policy_len: usize,
@@ -156,21 +159,16 @@ impl Initial {
     }
 
     /// Copies the first `EXECGUARD_POLICY` entry (as getenv finds it) and the guard's path
-    /// from the first `LD_PRELOAD`.
+    /// from the first `LD_PRELOAD`. Nothing is written before the scan has found a policy: a
+    /// process started without one leaves the capture's page shared with the file, and one
+    /// with a policy takes a single copy-on-write fault (a read first would cost a second).
     fn capture(&mut self, env: &CList) {
         use execguard_policy::sys::StrList;
-        let mut preload = None;
+        let (mut policy, mut preload) = (None, None);
         for e in (0..env.len()).filter_map(|i| env.get(i)) {
-            if self.policy_len == NOT_FOUND {
+            if policy.is_none() {
                 if let Some(text) = e.strip_prefix(POLICY_PREFIX) {
-                    if text.len() > MAX_POLICY_BYTES {
-                        self.policy_len = TOO_LARGE;
-                        return;
-                    }
-                    let at = POLICY_PREFIX.len();
-                    self.buf[at..at + text.len()].copy_from_slice(text);
-                    self.buf[at + text.len()] = 0;
-                    self.policy_len = text.len();
+                    policy = Some(text);
                     continue;
                 }
             }
@@ -178,10 +176,21 @@ impl Initial {
                 preload = e.strip_prefix(PRELOAD_PREFIX);
             }
         }
-        let (Ok(text), Some(list)) = (self.policy(), preload) else {
+        let Some(text) = policy else {
             return;
         };
-        let at = POLICY_PREFIX.len() + text.len() + 1;
+        if text.len() > MAX_POLICY_BYTES {
+            self.policy_len = TOO_LARGE;
+            return;
+        }
+        let at = POLICY_PREFIX.len();
+        self.buf[at..at + text.len()].copy_from_slice(text);
+        self.buf[at + text.len()] = 0;
+        self.policy_len = text.len();
+        let Some(list) = preload else {
+            return;
+        };
+        let at = at + text.len() + 1;
         if let Some(lib) = list
             .split(|&c| c == b':' || c == b' ')
             .find(|e| basename(e) == LIB_NAME && e.starts_with(b"/") && e.len() < PATH_MAX)
@@ -194,7 +203,7 @@ impl Initial {
 
 struct InitialCell(UnsafeCell<Initial>);
 
-// SAFETY: written only by `capture_initial_environment`, which the loader runs once, before
+// SAFETY: written only by `__execguard_capture_initial_environment`, which the loader runs once, before
 // the program's own code and so before any other thread exists; only read after that.
 unsafe impl Sync for InitialCell {}
 
@@ -218,13 +227,16 @@ fn initial() -> &'static Initial {
     unsafe { &*INITIAL.0.get() }
 }
 
-/// The guard's one initialiser: the loader calls it with the initial environment, after libc
+/// The guard's one initialiser: the loader calls it (through the shim's constructor, which
+/// keeps it hidden and puts it first in the code) with the initial environment, after libc
 /// is ready and before the program's own initialisers and `main`. It only scans the entry
 /// pointers (and copies the policy when there is one): most processes never exec.
 ///
 /// # Safety
-/// Called by the loader with `envp` NULL or a NULL-terminated array of C strings.
-unsafe extern "C" fn capture_initial_environment(
+/// Called once, by the loader's initialiser, with `envp` NULL or a NULL-terminated array of
+/// C strings.
+#[no_mangle]
+pub unsafe extern "C" fn __execguard_capture_initial_environment(
     _argc: c_int,
     _argv: *const *const c_char,
     envp: *const *const c_char,
@@ -234,11 +246,6 @@ unsafe extern "C" fn capture_initial_environment(
     // SAFETY: see `InitialCell`: this is its only writer, running before any reader.
     unsafe { &mut *INITIAL.0.get() }.capture(&env);
 }
-
-#[used]
-#[link_section = ".init_array"]
-static CAPTURE_AT_LOAD: unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) =
-    capture_initial_environment;
 
 /// Reads a whole trusted file ([`execguard_os::trusted_file`]) into `out`.
 fn read_all(fd: c_int, out: &mut [u8]) -> Result<usize, Reason> {
