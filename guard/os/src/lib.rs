@@ -364,10 +364,13 @@ pub fn trusted_file(path: &[u8]) -> Result<(c_int, libc::stat), Distrust> {
     if !path.starts_with(b"/") {
         return Err(Distrust::Unopenable(libc::EINVAL));
     }
-    let c = CPath::new(path).map_err(Distrust::Unopenable)?;
     let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    // A short copy of the name (`with_c_path`), not a 4 KiB one: the first exec of every
+    // process asks for the system policy on a fresh stack, where each page touched faults.
     // SAFETY: `c` is NUL-terminated.
-    let fd = match unsafe { raw::open(c.ptr(), flags, 0) } {
+    let opened =
+        with_c_path(path, |c| unsafe { raw::open(c, flags, 0) }).map_err(Distrust::Unopenable)?;
+    let fd = match opened {
         Ok(fd) => fd,
         Err(libc::ENOENT) => return Err(Distrust::Missing),
         Err(e) => return Err(Distrust::Unopenable(e)),
