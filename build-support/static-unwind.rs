@@ -5,7 +5,8 @@
 //! hypervisor on a virtual machine (about 0.1 ms per process here; the start-up budget is
 //! 3 ms). Rust's std links with `-lgcc_s`: a linker script of that name, found first on the
 //! search path, stands in for it with GCC's static `libgcc_eh.a` (what `-static-libgcc`
-//! uses). Where GCC has no such archive, the programs link `libgcc_s.so.1` as before.
+//! uses). Where GCC has no such archive, and in cross builds, the programs link `libgcc_s.so.1`
+//! as before.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,7 +14,9 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=CC");
     let target = std::env::var("TARGET").unwrap_or_default();
-    if !target.ends_with("-linux-gnu") {
+    // Native builds only: `cc` below is the host's compiler, whose archive a cross build
+    // could not link.
+    if !target.ends_with("-linux-gnu") || std::env::var("HOST").ok() != Some(target) {
         return;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
