@@ -23,7 +23,7 @@ const SIZE: usize = 256 * 1024;
 const GUARD: usize = 64 * 1024;
 /// Stacks kept per process: threads that decide at once each get one; more than this decide
 /// on fresh mappings.
-const SLOTS: usize = 4;
+pub const SLOTS: usize = 4;
 /// The top of each kept stack holds its "held" flag rather than `.data`: every decision
 /// writes that page anyway, so taking the flag costs a `fork` child no page fault of its own.
 /// 64 bytes keep the stack's top aligned.
@@ -33,9 +33,12 @@ const FLAG_BYTES: usize = 64;
 const UNMAPPED: usize = 0;
 const MAPPING: usize = 1;
 
-// In .data rather than .bss (see hooks.rs).
-#[link_section = ".data"]
-static STACKS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(UNMAPPED) }; SLOTS];
+/// The slots as a process starts. They live in the process's first page of guard state
+/// (`state::FirstPage`), which a fresh process's first exec writes anyway.
+pub const fn unmapped_slots() -> [AtomicUsize; SLOTS] {
+    [const { AtomicUsize::new(UNMAPPED) }; SLOTS]
+}
+use crate::state::FIRST;
 
 /// The held flag of the kept stack at `base`.
 fn held(base: usize) -> &'static AtomicBool {
@@ -61,7 +64,7 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
 /// than is left, `fork` there, or `siglongjmp` out and leave the stack held) and no
 /// asynchronous cancellation stops a decision half-way.
 fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
-    for slot in &STACKS {
+    for slot in &FIRST.stacks {
         let base = match slot.load(Ordering::Acquire) {
             MAPPING => continue,
             UNMAPPED => {
@@ -115,7 +118,7 @@ fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
 /// signals and never fork). Writes only what changes: a write to a page shared with the
 /// parent costs a copy.
 pub fn after_fork_in_child() {
-    for slot in &STACKS {
+    for slot in &FIRST.stacks {
         match slot.load(Ordering::Acquire) {
             UNMAPPED => {}
             // The thread that was mapping it does not exist here (its mapping stays unused).
@@ -129,7 +132,7 @@ pub fn after_fork_in_child() {
 /// Is this thread running on one of the kept stacks (a decision inside a decision)?
 fn on_kept_stack() -> bool {
     let sp = psm::stack_pointer() as usize;
-    STACKS.iter().any(|slot| {
+    FIRST.stacks.iter().any(|slot| {
         let base = slot.load(Ordering::Relaxed);
         base > MAPPING && sp >= base && sp < base + SIZE
     })

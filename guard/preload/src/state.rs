@@ -8,7 +8,7 @@
 //! and `vfork` children and post-`fork` children of threaded programs are safe.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use execguard_os::{raw, CList, Distrust, LibcSys};
 use execguard_policy::path::{basename, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
@@ -128,10 +128,8 @@ impl Loaded {
 /// before any of the program's own code ran. Reading it back later (from `environ` or
 /// `/proc/self/environ`, which is the same memory) would let the program forge it: perl's
 /// `$0` overwrites that area, and a non-dumpable process (the wrappers) cannot even open its
-/// own `/proc/self/environ`. Page-aligned: a policy of up to a page (a session's is about
-/// 1 KiB) is then captured with one copy-on-write fault, not two where it would straddle a
-/// page boundary.
-#[repr(C, align(4096))]
+/// own `/proc/self/environ`. It lies in [`FirstPage`].
+#[repr(C)]
 struct Initial {
     /// Length of the policy text; [`NOT_FOUND`] or [`TOO_LARGE`] when there is none.
     policy_len: usize,
@@ -207,24 +205,43 @@ struct InitialCell(UnsafeCell<Initial>);
 // the program's own code and so before any other thread exists; only read after that.
 unsafe impl Sync for InitialCell {}
 
-static INITIAL: InitialCell = InitialCell(UnsafeCell::new(Initial {
-    policy_len: NOT_FOUND,
-    self_lib_len: 0,
-    buf: {
-        // The prefix is in the file image, so the capture writes only the text.
-        let mut b = [0; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1 + PATH_MAX];
-        let mut i = 0;
-        while i < POLICY_PREFIX.len() {
-            b[i] = POLICY_PREFIX[i];
-            i += 1;
-        }
-        b
-    },
-}));
+/// What the first exec of a process writes, in the page where host mode's initialiser has
+/// written the captured policy already: the cache's state and the decision stacks' slots. In
+/// pages of their own, each cost a fresh process a read fault, then a copy-on-write fault
+/// (the exec chain: four of the guard's seven faults per hop). Page-aligned, with the small
+/// fields first, so that a policy of up to a page (a session's is about 1 KiB) is captured in
+/// this one page too. Nothing here is written in a `fork` child that only decides.
+#[repr(C, align(4096))]
+pub struct FirstPage {
+    /// The kept decision stacks (see `decision_stack`).
+    pub stacks: [AtomicUsize; crate::decision_stack::SLOTS],
+    /// [`Cache`]'s state: EMPTY, LOADING or READY.
+    cache_state: AtomicU8,
+    initial: InitialCell,
+}
+
+pub static FIRST: FirstPage = FirstPage {
+    stacks: crate::decision_stack::unmapped_slots(),
+    cache_state: AtomicU8::new(EMPTY),
+    initial: InitialCell(UnsafeCell::new(Initial {
+        policy_len: NOT_FOUND,
+        self_lib_len: 0,
+        buf: {
+            // The prefix is in the file image, so the capture writes only the text.
+            let mut b = [0; POLICY_PREFIX.len() + MAX_POLICY_BYTES + 1 + PATH_MAX];
+            let mut i = 0;
+            while i < POLICY_PREFIX.len() {
+                b[i] = POLICY_PREFIX[i];
+                i += 1;
+            }
+            b
+        },
+    })),
+};
 
 fn initial() -> &'static Initial {
     // SAFETY: no writer exists once the program runs (see `InitialCell`).
-    unsafe { &*INITIAL.0.get() }
+    unsafe { &*FIRST.initial.0.get() }
 }
 
 /// The guard's one initialiser: the loader calls it (through the shim's constructor, which
@@ -244,7 +261,7 @@ pub unsafe extern "C" fn __execguard_capture_initial_environment(
     // SAFETY: the loader's contract above; the strings outlive this call.
     let env = unsafe { CList::new(envp) };
     // SAFETY: see `InitialCell`: this is its only writer, running before any reader.
-    unsafe { &mut *INITIAL.0.get() }.capture(&env);
+    unsafe { &mut *FIRST.initial.0.get() }.capture(&env);
 }
 
 /// Reads a whole trusted file ([`execguard_os::trusted_file`]) into `out`.
@@ -289,21 +306,20 @@ const EMPTY: u8 = 0;
 const LOADING: u8 = 1;
 const READY: u8 = 2;
 
+/// The cached policy; its state is [`FirstPage::cache_state`].
 struct Cache {
-    state: AtomicU8,
     /// Initialised at compile time, so the first exec only writes what it loads.
     slot: UnsafeCell<Loaded>,
     /// The system policy's text, for `slot`.
     system_text: UnsafeCell<[u8; MAX_POLICY_BYTES]>,
 }
 
-// SAFETY: `slot` and `system_text` are written only by the thread that moved `state` from
-// EMPTY to LOADING, and read only after `state` is READY (Release/Acquire), after which they
-// are never written again.
+// SAFETY: `slot` and `system_text` are written only by the thread that moved the state from
+// EMPTY to LOADING, and read only after the state is READY (Release/Acquire), after which
+// they are never written again.
 unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
-    state: AtomicU8::new(EMPTY),
     slot: UnsafeCell::new(Loaded::EMPTY),
     system_text: UnsafeCell::new([0; MAX_POLICY_BYTES]),
 };
@@ -332,21 +348,21 @@ fn with_private_copy<R>(f: impl FnOnce(&Loaded) -> R) -> R {
 
 /// Loads the policy now if it is not loaded yet (before `fork`, so that children inherit it).
 pub fn prime() {
-    if CACHE.state.load(Ordering::Acquire) != READY {
+    if FIRST.cache_state.load(Ordering::Acquire) != READY {
         with(|_| ());
     }
 }
 
 /// Runs `f` with the policy in force, loading it on first use.
 pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
-    match CACHE.state.load(Ordering::Acquire) {
+    match FIRST.cache_state.load(Ordering::Acquire) {
         READY => {
             // SAFETY: READY means the slot was fully written and published (see `Cache`).
             f(unsafe { &*CACHE.slot.get() })
         }
         EMPTY
-            if CACHE
-                .state
+            if FIRST
+                .cache_state
                 .compare_exchange(EMPTY, LOADING, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok() =>
         {
@@ -354,7 +370,7 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
             // the system text.
             let (loaded, text) = unsafe { (&mut *CACHE.slot.get(), &mut *CACHE.system_text.get()) };
             crate::decision_stack::run(|| loaded.load(text));
-            CACHE.state.store(READY, Ordering::Release);
+            FIRST.cache_state.store(READY, Ordering::Release);
             f(loaded)
         }
         _ => with_private_copy(f),
