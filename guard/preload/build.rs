@@ -30,13 +30,41 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-rosegment");
         // What runs at load in every process (the initialiser and the primitives it calls)
         // first in the code, in the page-fault window of the headers the loader reads anyway:
-        // one fault instead of three at each start. Names the shim keeps stable and hidden.
+        // one fault instead of three at each start. Then the entry points (small trampolines
+        // into the decision): a process's first exec, and every fork child's, then faults
+        // in one window of code fewer. Names the shim keeps stable and hidden, and the
+        // exported ones.
         let order = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("load-order.txt");
-        std::fs::write(
-            &order,
-            "execguard_at_load\n__execguard_capture_initial_environment\nstrlen\nmemcpy\nmemset\nmemcmp\nbcmp\n",
-        )
-        .expect("cannot write the symbol ordering file");
+        let first = [
+            "execguard_at_load",
+            "__execguard_capture_initial_environment",
+            "strlen",
+            "memcpy",
+            "memset",
+            "memcmp",
+            "bcmp",
+            "execve",
+            "execv",
+            "execvp",
+            "execvpe",
+            "execveat",
+            "fexecve",
+            "fork",
+            "posix_spawn",
+            "posix_spawnp",
+            "system",
+            "popen",
+            "access",
+            "faccessat",
+            "dlopen",
+            "memfd_create",
+            "syscall",
+            "execl",
+            "execle",
+            "execlp",
+        ];
+        std::fs::write(&order, first.join("\n") + "\n")
+            .expect("cannot write the symbol ordering file");
         println!(
             "cargo:rustc-cdylib-link-arg=-Wl,--symbol-ordering-file={}",
             order.display()
