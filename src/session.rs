@@ -569,10 +569,15 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     }
 }
 
-/// Seals this process for the session `policy` describes: the `noexec` mounts when the
-/// kernel allows them (otherwise said once, and reported reduced), the Landlock partition and
-/// the seccomp filter (executable memfds refused in strict sessions).
-pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
+/// Seals this process for the session `policy` describes: the `noexec` mounts, the Landlock
+/// partition and the seccomp filter (executable memfds refused in strict sessions). Without
+/// the mounts a program that maps a written file executable itself would run it, so a session
+/// the kernel cannot give them is refused, unless `allow_exec_mappings` accepts it (then said
+/// once and reported `reduced:mappings_guard_only`).
+pub fn seal(
+    policy: &Policy,
+    allow_exec_mappings: bool,
+) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
     // A path that does not exist gets no rule: make the audit log now, so it can be written.
     if let Some(log) = policy.audit_log() {
         use std::os::unix::ffi::OsStrExt;
@@ -590,7 +595,11 @@ pub fn seal(policy: &Policy) -> Result<execguard_seal::Enforcement, execguard_se
         &partition(policy),
         &execguard_seal::Options {
             memfd_noexec: policy.profile() == Profile::Strict,
-            mounts: execguard_seal::MountsMode::BestEffort,
+            mounts: if allow_exec_mappings {
+                execguard_seal::MountsMode::BestEffort
+            } else {
+                execguard_seal::MountsMode::Required
+            },
             reduced: match policy.profile() {
                 Profile::Strict => None,
                 p => Some(p.as_str()),

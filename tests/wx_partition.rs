@@ -405,13 +405,40 @@ fn a_root_that_does_not_exist_yet_gets_nothing() {
     );
 }
 
-/// Without a mount namespace (a kernel that refuses it; the test hook), the session still
-/// starts: it says once that mappings are refused only by the guard, reports it reduced, keeps
-/// the exec dirs read-only by granting the write rights around them, and still refuses to
-/// execute what it writes.
+/// Without a mount namespace (a kernel that refuses it; the test hook) a program could map a
+/// written file executable itself: the session is refused (one line, the way out, exit 2).
+/// With `--allow-exec-mappings` it starts: it says once that the write set is not mounted
+/// noexec, reports it reduced, keeps the exec dirs read-only by granting the write rights
+/// around them, and still refuses to execute what it writes.
 #[test]
 fn without_a_namespace_the_partition_holds_and_says_so() {
     let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "no-namespace-refused");
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "/bin/echo", "RAN"])
+            .env("HOME", &w.home)
+            .env("EXECGUARD_TEST_NO_MOUNT_NAMESPACE", "1")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("RAN"), "[{label}] {stdout}");
+        let refusal: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("noexec_unavailable"))
+            .collect();
+        assert!(
+            refusal.len() == 1 && refusal[0].contains("--allow-exec-mappings"),
+            "[{label}] {stderr}"
+        );
+    }
     for who in identities() {
         let w = World::new(who, "no-namespace");
         std::fs::create_dir_all(w.home.join("notes")).unwrap();
@@ -427,7 +454,7 @@ fn without_a_namespace_the_partition_holds_and_says_so() {
         let mut c = Command::new(&tools().cli);
         who.apply(&mut c);
         let out = c
-            .args(["run", "-v", "--workspace"])
+            .args(["run", "-v", "--allow-exec-mappings", "--workspace"])
             .arg(&w.ws)
             .args(["--", "sh", "-c", &script])
             .env("HOME", &w.home)
@@ -450,7 +477,7 @@ fn without_a_namespace_the_partition_holds_and_says_so() {
         assert!(stdout.contains("HOME_ENTRY_REFUSED"), "[{label}] {stdout}");
         assert_eq!(
             stderr
-                .matches("mappings of written files are refused only by the guard")
+                .matches("the write set is not mounted noexec")
                 .count(),
             1,
             "[{label}] {stderr}"

@@ -34,8 +34,9 @@ pub const VAR_HOST_GID: &str = "EXECGUARD_HOST_GID";
 pub const VAR_HOST_USER: &str = "EXECGUARD_HOST_USER";
 pub const VAR_MANIFEST_SHA256: &str = "EXECGUARD_MANIFEST_SHA256";
 pub const VAR_ALLOW_UNSEALED: &str = "EXECGUARD_ALLOW_UNSEALED";
-/// `1`: the operator accepts a strict session whose write set is not all `noexec` (exec
-/// mappings of written files are then stopped only by the guard).
+/// `1`: the operator accepts a strict session whose write set is not all `noexec` (the guard
+/// then still refuses written objects to dlopen and the loader, but a program that maps a
+/// written file executable itself is not stopped).
 pub const VAR_ALLOW_EXEC_MAPPINGS: &str = "EXECGUARD_ALLOW_EXEC_MAPPINGS";
 /// Today's UTC date: the operator lets the provider load the workspace's own provider
 /// configuration (`.claude/settings.json`, `.mcp.json`, ...) in a strict session.

@@ -268,7 +268,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             if m.noexec {
                 "noexec (the kernel refuses exec and exec-mappings)"
             } else {
-                "exec allowed by the mount: mappings are refused only by the guard"
+                "exec allowed by the mount: the guard refuses written objects to dlopen and the loader, but not a program's own executable mapping"
             }
         );
     }

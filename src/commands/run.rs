@@ -38,6 +38,11 @@ pub struct Args {
     /// assurance, said once on stderr and recorded in the policy as no seal)
     #[arg(long)]
     allow_unsealed: bool,
+    /// When the write set cannot be mounted noexec (a kernel that refuses the user namespace),
+    /// run anyway with only the guard's refusals (reduced:mappings_guard_only, said once and
+    /// recorded): a program that maps a written file executable itself is then not stopped
+    #[arg(long)]
+    allow_exec_mappings: bool,
     /// Also keep DIR executable and read-only inside the write set (repeatable)
     #[arg(long = "exec-dir", value_name = "DIR", conflicts_with = "policy")]
     exec_dir: Vec<PathBuf>,
@@ -213,7 +218,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
-        let report = session::seal(&policy).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let report = session::seal(&policy, args.allow_exec_mappings).map_err(|e| match e {
+            execguard_seal::SealError::Noexec { .. } => anyhow::anyhow!(
+                "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"
+            ),
+            e => anyhow::anyhow!("{e}"),
+        })?;
         if args.verbose {
             for line in report.lines() {
                 eprintln!("execguard: {line}");

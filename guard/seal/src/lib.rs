@@ -307,7 +307,7 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
             Err(_) if inherited() => None,
             Err(e) if mode == MountsMode::Required => return Err(e),
             Err(e) => {
-                eprintln!("execguard: notice: mappings of written files are refused only by the guard, not by a noexec mount ({e})");
+                eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
                 reductions.push("mappings_guard_only".to_string());
                 None
             }
