@@ -105,15 +105,23 @@ fn stat_at(dirfd: c_int, path: *const c_char, flags: c_int) -> Result<FileInfo, 
     raw::result(ret).map(|_| info(&st))
 }
 
-/// `readlink(link)` into `out`; a result that fills the buffer may be cut, so it is an error.
-fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
-    let (buf, room) = out.spare();
-    // SAFETY: `link` is NUL-terminated; readlinkat writes at most `room` bytes at `buf`.
+/// `readlinkat(dir, link)` into the `room` bytes at `buf`; a result that fills them may be
+/// cut, so it is an error.
+///
+/// # Safety
+/// `link` is a NUL-terminated string and `buf` is writable for `room` bytes.
+unsafe fn read_link_raw(
+    dir: c_int,
+    link: *const c_char,
+    buf: *mut u8,
+    room: usize,
+) -> Result<usize, Errno> {
+    // SAFETY: the caller's contract; readlinkat writes at most `room` bytes at `buf`.
     let ret = unsafe {
         raw::syscall6(
             libc::SYS_readlinkat,
             [
-                libc::AT_FDCWD as c_long,
+                dir as c_long,
                 link as c_long,
                 buf as c_long,
                 room as c_long,
@@ -126,6 +134,14 @@ fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
     if n >= room {
         return Err(ENAMETOOLONG);
     }
+    Ok(n)
+}
+
+/// `readlink(link)` into `out`; a result that fills the buffer may be cut, so it is an error.
+fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
+    let (buf, room) = out.spare();
+    // SAFETY: `link` is NUL-terminated (the callers' C strings); `spare` is writable.
+    let n = unsafe { read_link_raw(libc::AT_FDCWD, link, buf, room) }?;
     // SAFETY: the kernel wrote `n` bytes, and n < room < PATH_MAX.
     unsafe { out.set_len(n) };
     Ok(())
@@ -134,22 +150,9 @@ fn read_link(link: *const c_char, out: &mut PathBuf) -> Result<(), Errno> {
 /// `readlinkat(dir, name)` into `out`: a link in an open directory costs one lookup, not a
 /// walk of its whole path. A result that fills `out` may be cut, so it is an error.
 pub fn read_link_at(dir: c_int, name: &[u8], out: &mut [u8]) -> Result<usize, Errno> {
-    let room = out.len();
-    let buf = out.as_mut_ptr() as c_long;
-    let n = with_c_path(name, |c| {
-        // SAFETY: `c` is NUL-terminated; readlinkat writes at most `room` bytes at `buf`.
-        let ret = unsafe {
-            raw::syscall6(
-                libc::SYS_readlinkat,
-                [dir as c_long, c as c_long, buf, room as c_long, 0, 0],
-            )
-        };
-        raw::result(ret)
-    })?? as usize;
-    if n >= room {
-        return Err(ENAMETOOLONG);
-    }
-    Ok(n)
+    let (buf, room) = (out.as_mut_ptr(), out.len());
+    // SAFETY: `c` is NUL-terminated; `out` is writable for its length.
+    with_c_path(name, |c| unsafe { read_link_raw(dir, c, buf, room) })?
 }
 
 /// System call `nr(AT_FDCWD, path, a, b)`, with `path` made a C string.
