@@ -490,6 +490,84 @@ fn without_a_namespace_the_partition_holds_and_says_so() {
     }
 }
 
+/// A namespace made with a bind that then failed (the test hook fails one step) is reported as
+/// it is: made, incomplete, with the failure, never as `none`. Failing before the noexec
+/// remounts, the session is refused without `--allow-exec-mappings` and runs reduced with it;
+/// failing after them (the exec dirs' read-only binds), the write set is noexec and the session
+/// stays strict. Either way the exec dirs stay read-only by Landlock, and what the session
+/// writes does not run.
+#[test]
+fn a_half_made_namespace_is_reported_as_it_is() {
+    let wx = wx_probe();
+    for (step, flags, assurance) in [
+        (
+            "noexec",
+            &["--allow-exec-mappings"][..],
+            "assurance: reduced:mappings_guard_only",
+        ),
+        ("read_only", &[][..], "assurance: strict"),
+    ] {
+        for who in identities() {
+            let w = World::new(who, &format!("half-made-{step}"));
+            std::fs::create_dir_all(w.home.join("notes")).unwrap();
+            who.own(&w.home);
+            let script = format!(
+                "echo x >> {tool} 2>/dev/null && echo APPENDED; \
+                 echo a > ~/notes/n && echo NOTES_OK; \
+                 cp /bin/true ~/notes/t && {wx} exec ~/notes/t",
+                tool = s(&w.local_bin.join("mytool")),
+                wx = s(&wx)
+            );
+            let run = |flags: &[&str]| {
+                let mut c = Command::new(&tools().cli);
+                who.apply(&mut c);
+                c.args(["run", "-v"])
+                    .args(flags)
+                    .arg("--workspace")
+                    .arg(&w.ws)
+                    .args(["--", "sh", "-c", &script])
+                    .env("HOME", &w.home)
+                    .env("EXECGUARD_TEST_FAIL_BIND", step)
+                    .current_dir(&w.ws)
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap()
+            };
+            let label = format!("{} {step}", who.label());
+            if !flags.is_empty() {
+                let out = run(&[]);
+                let stderr = text(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "[{label}] {stderr}");
+                assert!(!text(&out.stdout).contains("NOTES_OK"), "[{label}]");
+                assert!(
+                    stderr.contains("noexec_unavailable") && stderr.contains("test hook"),
+                    "[{label}] {stderr}"
+                );
+            }
+            let out = run(flags);
+            let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+            assert!(stdout.contains("NOTES_OK"), "[{label}] {stdout}\n{stderr}");
+            assert!(!stdout.contains("APPENDED"), "[{label}] {stdout}");
+            assert!(
+                stdout.contains("FAILED execve 13"),
+                "[{label}] {stdout}\n{stderr}"
+            );
+            let kind = if who.is_root() { "mount" } else { "user+mount" };
+            assert!(
+                stderr.contains(&format!(
+                    "mount namespace: {kind}, incomplete (noexec_unavailable: EXECGUARD_TEST_FAIL_BIND={step}"
+                )) && !stderr.contains("mount namespace: none"),
+                "[{label}] {stderr}"
+            );
+            assert!(
+                stderr.contains(assurance)
+                    && stderr.contains("exec dirs read-only by landlock_split"),
+                "[{label}] {stderr}"
+            );
+        }
+    }
+}
+
 /// A session inside a session (an agent that runs `execguard run` itself) keeps the outer
 /// noexec mounts (it may not make a namespace of its own) and stays strict.
 #[test]

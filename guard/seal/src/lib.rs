@@ -289,31 +289,36 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let mut reductions = Vec::new();
     // Inside a session that made them already (a nested `execguard run`), no new namespace
     // may be made (the outer filter refuses it) and the write set is noexec already: keep
-    // those. Asked only when a namespace could not be made: reading the mounts costs every
-    // session's start.
+    // those. Asked only when the mounts could not all be made (also when a bind failed after
+    // the write set was remounted noexec): reading the mounts costs every session's start.
     let inherited = || {
         let m = mounts::report(partition);
         !m.is_empty() && m.iter().all(|m| m.noexec)
     };
-    let namespace = match options.mounts {
-        MountsMode::Off => None,
-        // A user namespace cannot be left once entered: `probe` tries it in a child first,
-        // so a kernel or LSM that refuses part of it (Ubuntu's restricted user namespaces)
-        // never leaves this process inside one with its ids unmapped. A bind that fails after
-        // that leaves the mounts made so far, which only take exec or writes away; the
-        // report below reads them as they are.
-        mode => match mounts::probe().and_then(|()| mounts::isolate(partition)) {
-            Ok(namespace) => Some(namespace),
-            Err(_) if inherited() => None,
-            Err(e) if mode == MountsMode::Required => return Err(e),
-            Err(e) => {
-                eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
-                reductions.push("mappings_guard_only".to_string());
-                None
-            }
+    // A user namespace cannot be left once entered: `probe` tries it in a child first, so a
+    // kernel or LSM that refuses part of it (Ubuntu's restricted user namespaces) never
+    // leaves this process inside one with its ids unmapped. A bind that fails after that
+    // leaves the mounts made so far, which only take exec or writes away: the namespace is
+    // kept (and reported incomplete), but counts as not made.
+    let (namespace, failure) = match options.mounts {
+        MountsMode::Off => (None, None),
+        _ => match mounts::probe().and_then(|()| mounts::isolate(partition)) {
+            Ok((namespace, failed)) => (Some(namespace), failed),
+            Err(e) => (None, Some(e)),
         },
     };
-    let landlock = landlock_rules(partition, abi, namespace.is_some())?;
+    let made = namespace.is_some() && failure.is_none();
+    match failure {
+        None => {}
+        Some(_) if inherited() => {}
+        Some(e) if options.mounts == MountsMode::Required => return Err(e),
+        Some(e) => {
+            eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
+            reductions.push("mappings_guard_only".to_string());
+        }
+    }
+    // Only a namespace with all its mounts keeps the exec dirs read-only by mount.
+    let landlock = landlock_rules(partition, abi, made)?;
     let seccomp = seccomp::install(options.memfd_noexec)?;
     let mounts = mounts::report(partition);
     if let Some(why) = options.reduced {
@@ -328,7 +333,7 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     }
     // A reduced profile's workspace keeps exec on purpose: every other mount must be noexec.
     let in_both = |m: &MountReport| partition.both.iter().any(|b| beneath(&m.mount_point, b));
-    if namespace.is_some() && mounts.iter().any(|m| !m.noexec && !in_both(m)) {
+    if made && mounts.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push("write_set_not_all_noexec".to_string());
     }
     Ok(Enforcement {

@@ -21,6 +21,12 @@ use std::path::{Path, PathBuf};
 #[cfg(any(test, feature = "test-hooks"))]
 pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
 
+/// Test hook: make the namespace, then fail the bind step this names (`noexec`: before the
+/// write set is remounted noexec; `read_only`: before the exec dirs are made read-only), as a
+/// bind the kernel refuses would (test builds only).
+#[cfg(any(test, feature = "test-hooks"))]
+pub const FAIL_BIND_ENV: &str = "EXECGUARD_TEST_FAIL_BIND";
+
 /// The namespace the session runs in.
 #[derive(Clone, Debug, Serialize)]
 pub struct Namespace {
@@ -30,6 +36,9 @@ pub struct Namespace {
     pub noexec: Vec<PathBuf>,
     /// Exec dirs bind-mounted read-only.
     pub read_only: Vec<PathBuf>,
+    /// The bind that failed, when the namespace was made but not all of its mounts: the
+    /// ones listed above were made (they only take exec or writes away).
+    pub incomplete: Option<String>,
 }
 
 /// One line of `/proc/self/mountinfo`.
@@ -255,7 +264,7 @@ pub fn probe() -> Result<(), SealError> {
 /// Makes the private namespace and its mounts (see the module). The caller must be
 /// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
 /// entered again afterwards, so it is seen through the new mounts.
-pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
+pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), SealError> {
     #[cfg(any(test, feature = "test-hooks"))]
     if std::env::var_os(NO_NAMESPACE_ENV).is_some() {
         return Err(SealError::Noexec {
@@ -264,16 +273,18 @@ pub fn isolate(partition: &Partition) -> Result<Namespace, SealError> {
     }
     let cwd = std::env::current_dir().ok();
     let kind = enter()?;
-    let made = bind_partition(partition);
+    let (mut noexec, mut read_only) = (Vec::new(), Vec::new());
+    let failed = bind_partition(partition, &mut noexec, &mut read_only).err();
     if let Some(cwd) = cwd {
         let _ = std::env::set_current_dir(cwd);
     }
-    let (noexec, read_only) = made?;
-    Ok(Namespace {
+    let namespace = Namespace {
         kind,
         noexec,
         read_only,
-    })
+        incomplete: failed.as_ref().map(|e| e.to_string()),
+    };
+    Ok((namespace, failed))
 }
 
 /// The namespaces themselves: a mount namespace (in a user namespace of its own for a
@@ -302,10 +313,21 @@ fn enter() -> Result<&'static str, SealError> {
     Ok(kind)
 }
 
-/// The binds of the partition in the namespace [`enter`] made: the mount points remounted
-/// `noexec` and the exec dirs made read-only. A failure stops at the step that failed: what
-/// was made before it only takes exec or writes away.
-fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SealError> {
+/// The binds of the partition in the namespace [`enter`] made, recording the mount points
+/// remounted `noexec` and the exec dirs made read-only. A failure stops at the step that
+/// failed: what was made before it only takes exec or writes away.
+fn bind_partition(
+    partition: &Partition,
+    noexec: &mut Vec<PathBuf>,
+    read_only: &mut Vec<PathBuf>,
+) -> Result<(), SealError> {
+    #[cfg(any(test, feature = "test-hooks"))]
+    let fail_at = |step: &str| match std::env::var(FAIL_BIND_ENV) {
+        Ok(v) if v == step => Err(SealError::Noexec {
+            detail: format!("{FAIL_BIND_ENV}={step} is set (test hook)"),
+        }),
+        _ => Ok(()),
+    };
     // A file root (the audit log) is bind-mounted as a file.
     let mut roots: Vec<&PathBuf> = partition
         .write_set
@@ -347,7 +369,8 @@ fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>),
     for a in &ancestors {
         mount(Some(a), a, libc::MS_BIND | libc::MS_REC)?;
     }
-    let mut noexec = Vec::new();
+    #[cfg(any(test, feature = "test-hooks"))]
+    fail_at("noexec")?;
     let points: Vec<PathBuf> = mountinfo().into_iter().map(|m| m.point).collect();
     for point in &points {
         if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
@@ -369,7 +392,8 @@ fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>),
         )?;
         noexec.push(point.clone());
     }
-    let mut read_only = Vec::new();
+    #[cfg(any(test, feature = "test-hooks"))]
+    fail_at("read_only")?;
     for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
         mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
         mount(
@@ -379,5 +403,5 @@ fn bind_partition(partition: &Partition) -> Result<(Vec<PathBuf>, Vec<PathBuf>),
         )?;
         read_only.push((*dir).clone());
     }
-    Ok((noexec, read_only))
+    Ok(())
 }

@@ -150,7 +150,10 @@ impl Enforcement {
         }
         match &self.namespace {
             Some(ns) => {
-                out.push(format!("mount namespace: {}", ns.kind));
+                out.push(match &ns.incomplete {
+                    None => format!("mount namespace: {}", ns.kind),
+                    Some(why) => format!("mount namespace: {}, incomplete ({why})", ns.kind),
+                });
                 for d in &ns.read_only {
                     out.push(format!("  exec dir mount {}: read-only", d.display()));
                 }
