@@ -145,3 +145,30 @@ fn what_runs_at_load_lies_in_the_first_fault_window() {
         );
     }
 }
+
+#[test]
+fn leaves_no_hole_for_the_loader_to_protect() {
+    // A gap between two segments' pages is a mapping the loader makes PROT_NONE in every
+    // process (build.rs: `-z separate-loadable-segments` keeps lld from leaving one before
+    // the page-aligned data).
+    let bytes = std::fs::read(support::release_lib()).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    let page = |a: u64| a & !0xfff;
+    let mut loads: Vec<_> = elf
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == PT_LOAD)
+        .collect();
+    loads.sort_by_key(|p| p.p_vaddr);
+    for pair in loads.windows(2) {
+        let end = page(pair[0].p_vaddr + pair[0].p_memsz + 0xfff);
+        assert_eq!(
+            end,
+            page(pair[1].p_vaddr),
+            "a hole of {:#x} bytes lies between the segments at {:#x} and {:#x}",
+            page(pair[1].p_vaddr).saturating_sub(end),
+            pair[0].p_vaddr,
+            pair[1].p_vaddr
+        );
+    }
+}
