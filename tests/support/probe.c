@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "maps.h"
 
 extern char **environ;
 
@@ -289,17 +290,6 @@ static void *storm_thread(void *unused) {
         pthread_mutex_unlock(&storm_lock);
     }
     return NULL;
-}
-
-static int count_mappings(void) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    int n = 0, c;
-    if (!f)
-        return -1;
-    while ((c = fgetc(f)) != EOF)
-        n += c == '\n';
-    fclose(f);
-    return n;
 }
 
 static void run_storm(void) {

@@ -21,23 +21,13 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "maps.h"
 
 extern char **environ;
 static volatile sig_atomic_t in_child, handled;
 static const char *mode;
 static int good, bad;
 static sigjmp_buf back;
-
-static int count_mappings(void) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    int n = 0, c;
-    if (!f)
-        return -1;
-    while ((c = fgetc(f)) != EOF)
-        n += c == '\n';
-    fclose(f);
-    return n;
-}
 
 static void on_alarm(int sig) {
     (void)sig;
