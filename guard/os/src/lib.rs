@@ -448,6 +448,15 @@ impl StrList for CList {
         // SAFETY: i < len, so the entry is a non-NULL valid C string (constructor contract).
         Some(unsafe { CStr::from_ptr(*self.ptr.add(i)) }.to_bytes())
     }
+    fn first_byte(&self, i: usize) -> Option<u8> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: i < len, so the entry is a non-NULL valid C string: its first byte (the NUL
+        // of an empty one) is readable.
+        let b = unsafe { **self.ptr.add(i) } as u8;
+        (b != 0).then_some(b)
+    }
 }
 
 /// The bytes of a C string (empty for NULL).
@@ -460,5 +469,34 @@ pub unsafe fn c_bytes<'a>(p: *const c_char) -> &'a [u8] {
     } else {
         // SAFETY: non-NULL and valid per the contract.
         unsafe { CStr::from_ptr(p) }.to_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_c_list_gives_each_entry_and_its_first_byte_without_measuring_it() {
+        let entries: [&[u8]; 3] = [b"LD_PRELOAD=/g.so\0", b"\0", b"PATH=/usr/bin\0"];
+        let ptrs: [*const c_char; 4] = [
+            entries[0].as_ptr().cast(),
+            entries[1].as_ptr().cast(),
+            entries[2].as_ptr().cast(),
+            core::ptr::null(),
+        ];
+        // SAFETY: a NULL-terminated array of NUL-terminated strings that outlive the list.
+        let list = unsafe { CList::new(ptrs.as_ptr()) };
+        assert_eq!(list.len(), 3);
+        assert_eq!(list.get(0), Some(&b"LD_PRELOAD=/g.so"[..]));
+        assert_eq!(list.first_byte(0), Some(b'L'));
+        assert_eq!(list.get(1), Some(&b""[..]));
+        assert_eq!(list.first_byte(1), None, "an empty entry has no first byte");
+        assert_eq!(list.first_byte(2), Some(b'P'));
+        assert_eq!(list.first_byte(3), None, "past the end");
+        assert_eq!(list.get(3), None);
+        // SAFETY: NULL is the empty list.
+        let empty = unsafe { CList::new(core::ptr::null()) };
+        assert_eq!((empty.len(), empty.first_byte(0)), (0, None));
     }
 }

@@ -974,7 +974,9 @@ fn check_environment<S: Sys, E: StrList + ?Sized>(
     ctx: &Context<'_, '_>,
     envp: &E,
 ) -> Result<(), Verdict> {
-    for entry in (0..envp.len()).filter_map(|i| envp.get(i)) {
+    // Every code variable starts with `G` or `L` (`code_use`): the others are not measured.
+    let may_load = |i: &usize| matches!(envp.first_byte(*i), Some(b'G' | b'L'));
+    for entry in (0..envp.len()).filter(may_load).filter_map(|i| envp.get(i)) {
         match code_use(entry) {
             None | Some((EnvUse::NoCode(_), _)) => {}
             Some((EnvUse::Objects, list)) => check_objects(sys, ctx, list)?,

@@ -114,6 +114,11 @@ pub trait StrList {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The first byte of entry `i` (`None` past the end or for an empty entry). A scan for a
+    /// few names reads one byte of every other entry instead of measuring it.
+    fn first_byte(&self, i: usize) -> Option<u8> {
+        self.get(i).and_then(|e| e.first().copied())
+    }
 }
 
 impl StrList for [&[u8]] {
@@ -127,10 +132,14 @@ impl StrList for [&[u8]] {
 
 /// The value of `NAME` in an environment list (`NAME=value`), first match as glibc's getenv.
 pub fn env_get<'a, L: StrList + ?Sized>(envp: &'a L, name: &[u8]) -> Option<&'a [u8]> {
-    (0..envp.len()).filter_map(|i| envp.get(i)).find_map(|e| {
-        (e.len() > name.len() && e.starts_with(name) && e[name.len()] == b'=')
-            .then(|| &e[name.len() + 1..])
-    })
+    let first = name.first().copied();
+    (0..envp.len())
+        .filter(|&i| envp.first_byte(i) == first)
+        .filter_map(|i| envp.get(i))
+        .find_map(|e| {
+            (e.len() > name.len() && e.starts_with(name) && e[name.len()] == b'=')
+                .then(|| &e[name.len() + 1..])
+        })
 }
 
 /// Every value of `NAME` in an environment list, in order. The dynamic loader honours the last
@@ -139,8 +148,35 @@ pub fn env_values<'a, L: StrList + ?Sized>(
     envp: &'a L,
     name: &'a [u8],
 ) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let first = name.first().copied();
     (0..envp.len())
+        .filter(move |&i| envp.first_byte(i) == first)
         .filter_map(move |i| envp.get(i))
         .filter(move |e| e.len() > name.len() && e.starts_with(name) && e[name.len()] == b'=')
         .map(move |e| &e[name.len() + 1..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_lookups_skip_other_names_by_their_first_byte() {
+        let env: &[&[u8]] = &[
+            b"",
+            b"PATHX=/no",
+            b"PWD=/w",
+            b"PATH=/a",
+            b"LD_PRELOAD=/x",
+            b"PATH=/b",
+        ];
+        assert_eq!(env_get(env, b"PATH"), Some(&b"/a"[..]));
+        assert_eq!(env_get(env, b"HOME"), None);
+        assert_eq!(env_get(env, b""), None);
+        let all: Vec<&[u8]> = env_values(env, b"PATH").collect();
+        assert_eq!(all, [&b"/a"[..], &b"/b"[..]]);
+        assert_eq!(env.first_byte(0), None);
+        assert_eq!(env.first_byte(4), Some(b'L'));
+        assert_eq!(env.first_byte(6), None);
+    }
 }

@@ -339,8 +339,13 @@ fn with_child_env<R>(
     // One pass over the environment (this runs on every exec of a host session).
     let (mut preloads, mut policies) = (0, 0);
     let (mut last_preload, mut first_policy) = (None, None);
-    for e in (0..envp.len()).filter_map(|i| envp.get(i)) {
-        if let Some(v) = e.strip_prefix(b"LD_PRELOAD=") {
+    const PRELOAD: &[u8] = b"LD_PRELOAD=";
+    let named = |i: &usize| {
+        envp.first_byte(*i)
+            .is_some_and(|c| c == PRELOAD[0] || c == POLICY_PREFIX[0])
+    };
+    for e in (0..envp.len()).filter(named).filter_map(|i| envp.get(i)) {
+        if let Some(v) = e.strip_prefix(PRELOAD) {
             preloads += 1;
             last_preload = Some(v);
         } else if let Some(v) = e.strip_prefix(POLICY_PREFIX) {

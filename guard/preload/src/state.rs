@@ -163,7 +163,12 @@ impl Initial {
     fn capture(&mut self, env: &CList) {
         use execguard_policy::sys::StrList;
         let (mut policy, mut preload) = (None, None);
-        for e in (0..env.len()).filter_map(|i| env.get(i)) {
+        // Only these two names are looked for: the other entries are not measured.
+        let named = |i: &usize| {
+            env.first_byte(*i)
+                .is_some_and(|c| c == POLICY_PREFIX[0] || c == PRELOAD_PREFIX[0])
+        };
+        for e in (0..env.len()).filter(named).filter_map(|i| env.get(i)) {
             if policy.is_none() {
                 if let Some(text) = e.strip_prefix(POLICY_PREFIX) {
                     policy = Some(text);
