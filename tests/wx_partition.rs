@@ -490,29 +490,29 @@ fn without_a_namespace_the_partition_holds_and_says_so() {
     }
 }
 
-/// A namespace made with a bind that then failed (the test hook fails one step) is reported as
-/// it is: made, incomplete, with the failure, never as `none`. Failing before the noexec
-/// remounts, the session is refused without `--allow-exec-mappings` and runs reduced with it;
-/// failing after them (the exec dirs' read-only binds), the write set is noexec and the session
-/// stays strict. Either way the exec dirs stay read-only by Landlock, and what the session
-/// writes does not run.
+/// A namespace made with a bind that then failed (the test hook fails one step) is refused
+/// like no namespace at all. With `--allow-exec-mappings` it runs, and the report shows it as
+/// it is: made, incomplete, with the failure, never as `none`.
+/// - Failing before the noexec remounts: reduced to the guard's refusals; the toolchain in
+///   `~/.local/bin` runs.
+/// - Failing after them, at the exec dirs' read-only binds: the write set is noexec, and the
+///   exec dirs with it (`reduced:exec_dirs_noexec`); the toolchain does not run.
+///
+/// Either way the exec dirs stay read-only by Landlock, and what the session writes does not
+/// run.
 #[test]
-fn a_half_made_namespace_is_reported_as_it_is() {
+fn a_half_made_namespace_is_refused_or_reported_as_it_is() {
     let wx = wx_probe();
-    for (step, flags, assurance) in [
-        (
-            "noexec",
-            &["--allow-exec-mappings"][..],
-            "assurance: reduced:mappings_guard_only",
-        ),
-        ("read_only", &[][..], "assurance: strict"),
+    for (step, reduction, tool_runs) in [
+        ("noexec", "mappings_guard_only", true),
+        ("read_only", "exec_dirs_noexec", false),
     ] {
         for who in identities() {
             let w = World::new(who, &format!("half-made-{step}"));
             std::fs::create_dir_all(w.home.join("notes")).unwrap();
             who.own(&w.home);
             let script = format!(
-                "echo x >> {tool} 2>/dev/null && echo APPENDED; \
+                "mytool a; echo x >> {tool} 2>/dev/null && echo APPENDED; \
                  echo a > ~/notes/n && echo NOTES_OK; \
                  cp /bin/true ~/notes/t && {wx} exec ~/notes/t",
                 tool = s(&w.local_bin.join("mytool")),
@@ -527,6 +527,7 @@ fn a_half_made_namespace_is_reported_as_it_is() {
                     .arg(&w.ws)
                     .args(["--", "sh", "-c", &script])
                     .env("HOME", &w.home)
+                    .env("PATH", format!("{}:/usr/bin:/bin", s(&w.local_bin)))
                     .env("EXECGUARD_TEST_FAIL_BIND", step)
                     .current_dir(&w.ws)
                     .stdin(Stdio::null())
@@ -534,19 +535,22 @@ fn a_half_made_namespace_is_reported_as_it_is() {
                     .unwrap()
             };
             let label = format!("{} {step}", who.label());
-            if !flags.is_empty() {
-                let out = run(&[]);
-                let stderr = text(&out.stderr);
-                assert_eq!(out.status.code(), Some(2), "[{label}] {stderr}");
-                assert!(!text(&out.stdout).contains("NOTES_OK"), "[{label}]");
-                assert!(
-                    stderr.contains("noexec_unavailable") && stderr.contains("test hook"),
-                    "[{label}] {stderr}"
-                );
-            }
-            let out = run(flags);
+            let out = run(&[]);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "[{label}] {stderr}");
+            assert!(!text(&out.stdout).contains("NOTES_OK"), "[{label}]");
+            assert!(
+                stderr.contains("noexec_unavailable") && stderr.contains("test hook"),
+                "[{label}] {stderr}"
+            );
+            let out = run(&["--allow-exec-mappings"]);
             let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
             assert!(stdout.contains("NOTES_OK"), "[{label}] {stdout}\n{stderr}");
+            assert_eq!(
+                stdout.starts_with("ARGV 2\n"),
+                tool_runs,
+                "[{label}] {stdout}\n{stderr}"
+            );
             assert!(!stdout.contains("APPENDED"), "[{label}] {stdout}");
             assert!(
                 stdout.contains("FAILED execve 13"),
@@ -560,11 +564,77 @@ fn a_half_made_namespace_is_reported_as_it_is() {
                 "[{label}] {stderr}"
             );
             assert!(
-                stderr.contains(assurance)
+                stderr.contains(&format!("assurance: reduced:{reduction}"))
                     && stderr.contains("exec dirs read-only by landlock_split"),
                 "[{label}] {stderr}"
             );
         }
+    }
+}
+
+/// A mount inside an exec dir is part of its execute side: read-only in the session with the
+/// exec dir (a remount is not recursive, so each is its own), and its programs run. Before,
+/// only the exec dir's own mount was made read-only: the session could plant a program in
+/// the inner mount for the operator to run later. Needs root to make the inner mount (a
+/// tmpfs, in a private mount namespace); the session then runs as each identity.
+#[test]
+fn a_mount_inside_an_exec_dir_is_read_only_with_it() {
+    if !execguard_testkit::is_root() {
+        execguard_testkit::skip("mounts inside an exec dir (making one needs root)");
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "exec-dir-mount");
+        let inner = w.local_bin.join("inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        let session = format!(
+            "echo x > {inner}/new 2>/dev/null && echo WROTE; {inner}/innertool a",
+            inner = s(&inner)
+        );
+        let drop = match &who {
+            Identity::Current => String::new(),
+            _ => format!(
+                "setpriv --reuid={} --regid={} --clear-groups",
+                who.uid(),
+                who.gid()
+            ),
+        };
+        let setup = format!(
+            "mount -t tmpfs -o mode=0755 tmpfs {inner} && cp {argv} {inner}/innertool && \
+             chown -R {uid}:{gid} {inner} && \
+             exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run -v --workspace {ws} -- sh -c \"$0\"",
+            inner = s(&inner),
+            argv = s(&tools().argv),
+            uid = who.uid(),
+            gid = who.gid(),
+            home = s(&w.home),
+            cli = s(&tools().cli),
+            ws = s(&w.ws),
+        );
+        let out = Command::new("unshare")
+            .args([
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &setup,
+                &session,
+            ])
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("WROTE"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stdout.starts_with("ARGV 2\n"),
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("exec dir mount {}: read-only", s(&inner))),
+            "[{label}] {stderr}"
+        );
     }
 }
 

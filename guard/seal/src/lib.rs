@@ -310,8 +310,15 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let made = namespace.is_some() && failure.is_none();
     match failure {
         None => {}
-        Some(_) if inherited() => {}
+        // A nested session: the outer mounts hold, and its exec dirs work.
+        Some(_) if namespace.is_none() && inherited() => {}
         Some(e) if options.mounts == MountsMode::Required => return Err(e),
+        // Half made after the noexec pass: mappings are refused, but the exec dirs not made
+        // read-only yet are noexec with their roots, so their programs do not run.
+        Some(e) if inherited() => {
+            eprintln!("execguard: notice: the exec dirs are not all mounted executable ({e}): programs in them may not run in this session");
+            reductions.push("exec_dirs_noexec".to_string());
+        }
         Some(e) => {
             eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
             reductions.push("mappings_guard_only".to_string());

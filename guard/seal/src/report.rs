@@ -12,7 +12,8 @@ pub struct Enforcement {
     pub landlock: LandlockReport,
     /// The seccomp rules installed (one line each, as [`crate::seccomp::install`] built them).
     pub seccomp: Vec<String>,
-    /// The private mount namespace, when one was made.
+    /// The private mount namespace, when one was made (also when a bind in it then failed:
+    /// see its `incomplete`).
     pub namespace: Option<crate::mounts::Namespace>,
     /// Each mount of the write set, read back from `/proc/self/mountinfo`.
     pub mounts: Vec<MountReport>,
