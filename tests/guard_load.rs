@@ -160,8 +160,10 @@ fn leaves_no_hole_for_the_loader_to_protect() {
         .filter(|p| p.p_type == PT_LOAD)
         .collect();
     loads.sort_by_key(|p| p.p_vaddr);
+    // ld.so's own test: a segment's mapping ends with its file bytes' last page (a zeroed
+    // tail beyond it is a mapping of its own).
     for pair in loads.windows(2) {
-        let end = page(pair[0].p_vaddr + pair[0].p_memsz + 0xfff);
+        let end = page(pair[0].p_vaddr + pair[0].p_filesz + 0xfff);
         assert_eq!(
             end,
             page(pair[1].p_vaddr),
@@ -171,4 +173,39 @@ fn leaves_no_hole_for_the_loader_to_protect() {
             pair[1].p_vaddr
         );
     }
+}
+
+#[test]
+fn keeps_the_relocated_data_read_only() {
+    // RELRO: after relocation the loader makes the GOT, `.data.rel.ro`, `.init_array` and
+    // `.dynamic` read-only, in every process the guard is loaded into.
+    let bytes = std::fs::read(support::release_lib()).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    let relro = elf
+        .program_headers
+        .iter()
+        .find(|p| p.p_type == PT_GNU_RELRO)
+        .expect("the library has no PT_GNU_RELRO");
+    let covered = relro.p_vaddr..relro.p_vaddr + relro.p_memsz;
+    for name in [".got", ".data.rel.ro", ".init_array", ".dynamic"] {
+        let Some(sec) = elf
+            .section_headers
+            .iter()
+            .find(|h| elf.shdr_strtab.get_at(h.sh_name) == Some(name))
+        else {
+            continue;
+        };
+        assert!(
+            covered.contains(&sec.sh_addr) && sec.sh_addr + sec.sh_size <= covered.end,
+            "{name} at {:#x} lies outside RELRO {:#x}..{:#x}",
+            sec.sh_addr,
+            covered.start,
+            covered.end
+        );
+    }
+    let got = elf
+        .section_headers
+        .iter()
+        .any(|h| elf.shdr_strtab.get_at(h.sh_name) == Some(".got"));
+    assert!(got, "no .got to protect: the check above looked at nothing");
 }
