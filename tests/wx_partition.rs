@@ -632,7 +632,8 @@ fn a_mount_inside_an_exec_dir_is_read_only_with_it() {
             "[{label}] {stdout}\n{stderr}"
         );
         assert!(
-            stderr.contains(&format!("exec dir mount {}: read-only", s(&inner))),
+            stderr.contains(&format!("exec dir mount {}: read-only", s(&inner)))
+                && stderr.contains("assurance: strict"),
             "[{label}] {stderr}"
         );
     }
