@@ -341,14 +341,14 @@ fn bind_partition(
         .iter()
         .map(|d| kept_flags(d))
         .collect::<Result<_, _>>()?;
-    // Mounts inside an exec dir are its execute side too: they keep their flags (no noexec
-    // pass) and become read-only with it. A remount is not recursive, so each is its own.
-    let inner_exec_mounts: Vec<(PathBuf, libc::c_ulong)> = mountinfo()
+    // Mounts inside an exec dir become read-only with it (a remount is not recursive, so each
+    // is its own). They stay noexec, like every mount under the write set: one may be a bind
+    // of a directory the session writes through another name.
+    let inner_exec_mounts: Vec<PathBuf> = mountinfo()
         .into_iter()
         .map(|m| m.point)
         .filter(|p| exec_dirs.iter().any(|d| beneath(p, d) && p != *d))
-        .map(|p| kept_flags(&p).map(|f| (p, f)))
-        .collect::<Result<_, _>>()?;
+        .collect();
     let both = |p: &Path| partition.both.iter().any(|b| beneath(p, b));
     for root in &roots {
         mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
@@ -381,10 +381,7 @@ fn bind_partition(
     fail_at("noexec")?;
     let points: Vec<PathBuf> = mountinfo().into_iter().map(|m| m.point).collect();
     for point in &points {
-        if !roots.iter().any(|r| beneath(point, r))
-            || noexec.contains(point)
-            || inner_exec_mounts.iter().any(|(p, _)| p == point)
-        {
+        if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
             continue;
         }
         let mut flags = kept_flags(point)? | libc::MS_NOSUID;
@@ -407,8 +404,15 @@ fn bind_partition(
     fail_at("read_only")?;
     for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
         mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
-        let inner = inner_exec_mounts.iter().filter(|(p, _)| beneath(p, dir));
-        for (point, flags) in std::iter::once((*dir, flags)).chain(inner.map(|(p, f)| (p, *f))) {
+        mount(
+            None,
+            dir,
+            libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_RDONLY | libc::MS_NOSUID,
+        )?;
+        read_only.push((*dir).clone());
+        for point in inner_exec_mounts.iter().filter(|p| beneath(p, dir)) {
+            // Its flags now: those of the copy the recursive bind made, noexec included.
+            let flags = kept_flags(point)?;
             mount(
                 None,
                 point,
