@@ -638,6 +638,107 @@ fn a_mount_inside_an_exec_dir_is_read_only_with_it() {
     }
 }
 
+/// A nested exec dir (`--exec-dir` below the exec-dir record's directory,
+/// `~/.config/execguard`): the directories between the two, which the seal makes mount points
+/// so they cannot be renamed, are read-only with the outer exec dir too. Before, they stayed
+/// writable, and a program written there ran in a later session.
+#[test]
+fn the_parents_of_a_nested_exec_dir_are_read_only() {
+    for who in identities() {
+        let w = World::new(who, "nested-exec-dir");
+        let record_dir = w.home.join(".config/execguard");
+        let inner = record_dir.join("x/bin");
+        std::fs::create_dir_all(&inner).unwrap();
+        who.own(&w.home);
+        let script = format!(
+            "cp {argv} {x}/evil 2>/dev/null && echo WROTE_PARENT; \
+             echo y > {inner}/n 2>/dev/null && echo WROTE_INNER; \
+             echo z > {record}/n 2>/dev/null && echo WROTE_RECORD; echo DONE",
+            argv = s(&tools().argv),
+            x = s(&record_dir.join("x")),
+            inner = s(&inner),
+            record = s(&record_dir),
+        );
+        let exec_dir = format!("--exec-dir={}", s(&inner));
+        let out = w.session(&["-v", &exec_dir], &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(stdout.contains("DONE"), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("WROTE"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "exec dir mount {}: read-only",
+                s(&record_dir.join("x"))
+            )),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
+/// A mount whose name is not UTF-8 (a session can rename a directory above a mount to such a
+/// name) does not make the mount table unreadable: the write set is still mounted noexec, so
+/// the loader cannot map a written file. Before, the whole table was dropped and no mount was
+/// made noexec, while the report said strict. Needs root to make the mount.
+#[test]
+fn a_mount_named_in_bytes_that_are_not_utf8_leaves_the_write_set_noexec() {
+    if !execguard_testkit::is_root() {
+        execguard_testkit::skip("a mount with a non-UTF-8 name (making one needs root)");
+        return;
+    }
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "non-utf8-mount");
+        let data = w.home.join("data/nas");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::create_dir_all(w.home.join("notes")).unwrap();
+        who.own(&w.home);
+        let session = format!(
+            "cp {argv} ~/notes/e && {wx} loader ~/notes/e",
+            argv = s(&tools().argv),
+            wx = s(&wx)
+        );
+        let drop = match &who {
+            Identity::Current => String::new(),
+            _ => format!(
+                "setpriv --reuid={} --regid={} --clear-groups",
+                who.uid(),
+                who.gid()
+            ),
+        };
+        let setup = format!(
+            "mount -t tmpfs -o mode=0777 tmpfs {data} && mv {home}/data \"{home}/$(printf '\\377')\" && \
+             exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run -v --workspace {ws} -- sh -c \"$0\"",
+            data = s(&data),
+            home = s(&w.home),
+            cli = s(&tools().cli),
+            ws = s(&w.ws),
+        );
+        let out = Command::new("unshare")
+            .args([
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &setup,
+                &session,
+            ])
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            (stdout.clone() + &stderr).contains("failed to map segment"),
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(
+            stderr.contains("write-set mount") && stderr.contains("assurance: strict"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
 /// A session inside a session (an agent that runs `execguard run` itself) keeps the outer
 /// noexec mounts (it may not make a namespace of its own) and stays strict.
 #[test]

@@ -13,7 +13,7 @@ use crate::report::MountReport;
 use crate::{beneath, Partition, SealError};
 use serde::Serialize;
 use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// Test hook: behave as a kernel that refuses the namespace (test builds only, like
@@ -56,30 +56,66 @@ impl Mount {
     }
 }
 
-/// The mounts of this process, in mount order (later ones shadow earlier ones).
+/// The mounts of this process, in mount order (later ones shadow earlier ones); none when
+/// `/proc/self/mountinfo` cannot be read (a report then lists no mounts, and the seal's binds
+/// fail instead: [`mounts_now`]).
 pub fn mountinfo() -> Vec<Mount> {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let f: Vec<&str> = left.split(' ').collect();
-            let r: Vec<&str> = right.split(' ').collect();
-            Some(Mount {
-                point: PathBuf::from(unescape(f.get(4)?)),
-                options: f.get(5)?.to_string(),
-                fstype: r.first()?.to_string(),
-            })
-        })
-        .collect()
+    read_mountinfo().unwrap_or_default()
 }
 
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
+/// [`mountinfo`] for the binds: a table that cannot be read is an error, never an empty one
+/// (which would leave every mount as it is).
+fn mounts_now() -> Result<Vec<Mount>, SealError> {
+    read_mountinfo().map_err(|e| SealError::Noexec {
+        detail: format!("/proc/self/mountinfo: {e}"),
+    })
+}
+
+/// Mount points are bytes: a name that is not UTF-8 (which the session can give a directory
+/// above a mount) must not make the table unreadable.
+fn read_mountinfo() -> std::io::Result<Vec<Mount>> {
+    let bytes = std::fs::read("/proc/self/mountinfo")?;
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter_map(parse_mount)
+        .collect())
+}
+
+fn parse_mount(line: &[u8]) -> Option<Mount> {
+    let sep = line.windows(3).position(|w| w == b" - ")?;
+    let (left, right) = (&line[..sep], &line[sep + 3..]);
+    let mut f = left.split(|&b| b == b' ');
+    let point = f.nth(4)?;
+    let options = f.next()?;
+    let fstype = right.split(|&b| b == b' ').next()?;
+    Some(Mount {
+        point: PathBuf::from(std::ffi::OsString::from_vec(unescape(point))),
+        options: String::from_utf8_lossy(options).into_owned(),
+        fstype: String::from_utf8_lossy(fstype).into_owned(),
+    })
+}
+
+/// The kernel writes a space, tab, newline or backslash in a name as `\ooo` (octal).
+fn unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let octal = s
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (s[i], octal) {
+            (b'\\', Some(d)) => {
+                let value = d.iter().fold(0u16, |v, c| v << 3 | u16::from(c - b'0'));
+                out.push(value as u8);
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The mount `path` lies on (the deepest one that covers it; of several on one point, the
@@ -341,14 +377,6 @@ fn bind_partition(
         .iter()
         .map(|d| kept_flags(d))
         .collect::<Result<_, _>>()?;
-    // Mounts inside an exec dir become read-only with it (a remount is not recursive, so each
-    // is its own). They stay noexec, like every mount under the write set: one may be a bind
-    // of a directory the session writes through another name.
-    let inner_exec_mounts: Vec<PathBuf> = mountinfo()
-        .into_iter()
-        .map(|m| m.point)
-        .filter(|p| exec_dirs.iter().any(|d| beneath(p, d) && p != *d))
-        .collect();
     let both = |p: &Path| partition.both.iter().any(|b| beneath(p, b));
     for root in &roots {
         mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
@@ -379,7 +407,7 @@ fn bind_partition(
     }
     #[cfg(any(test, feature = "test-hooks"))]
     fail_at("noexec")?;
-    let points: Vec<PathBuf> = mountinfo().into_iter().map(|m| m.point).collect();
+    let points: Vec<PathBuf> = mounts_now()?.into_iter().map(|m| m.point).collect();
     for point in &points {
         if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
             continue;
@@ -402,6 +430,18 @@ fn bind_partition(
     }
     #[cfg(any(test, feature = "test-hooks"))]
     fail_at("read_only")?;
+    // Mounts inside an exec dir become read-only with it (a remount is not recursive, so each
+    // is its own), including the ones made above for a nested exec dir's parents. They stay
+    // noexec, like every mount under the write set: one may be a bind of a directory the
+    // session writes through another name.
+    let mut inner_exec_mounts: Vec<PathBuf> = Vec::new();
+    for point in mounts_now()?.into_iter().map(|m| m.point) {
+        if exec_dirs.iter().any(|d| beneath(&point, d) && point != **d)
+            && !inner_exec_mounts.contains(&point)
+        {
+            inner_exec_mounts.push(point);
+        }
+    }
     for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
         mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
         mount(
@@ -422,4 +462,20 @@ fn bind_partition(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_table_line_is_read_as_bytes_with_its_escapes() {
+        let line = b"36 35 98:0 / /home/u/\xff\\040x rw,noatime master:1 - tmpfs src\\040\xfe rw";
+        let m = parse_mount(line).expect("a valid line");
+        assert_eq!(m.point.as_os_str().as_bytes(), b"/home/u/\xff x");
+        assert_eq!(m.options, "rw,noatime");
+        assert_eq!(m.fstype, "tmpfs");
+        assert_eq!(unescape(b"a\\011b\\012c\\134d\\0"), b"a\tb\nc\\d\\0");
+        assert!(parse_mount(b"no separator here").is_none());
+    }
 }
