@@ -739,6 +739,59 @@ fn a_mount_named_in_bytes_that_are_not_utf8_leaves_the_write_set_noexec() {
     }
 }
 
+/// A `nosymfollow` mount in the write set keeps that flag through the seal's remounts (they
+/// name every flag they keep). Needs root to make the mount.
+#[test]
+fn a_nosymfollow_mount_keeps_it() {
+    if !execguard_testkit::is_root() {
+        execguard_testkit::skip("a nosymfollow mount (making one needs root)");
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "nosymfollow");
+        let data = w.home.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        who.own(&w.home);
+        let session = format!(
+            "ln -s /etc/hostname {data}/link && cat {data}/link >/dev/null 2>&1 && echo FOLLOWED; echo DONE",
+            data = s(&data)
+        );
+        let drop = match &who {
+            Identity::Current => String::new(),
+            _ => format!(
+                "setpriv --reuid={} --regid={} --clear-groups",
+                who.uid(),
+                who.gid()
+            ),
+        };
+        let setup = format!(
+            "mount -t tmpfs -o mode=0777,nosymfollow tmpfs {data} && \
+             exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run --workspace {ws} -- sh -c \"$0\"",
+            data = s(&data),
+            home = s(&w.home),
+            cli = s(&tools().cli),
+            ws = s(&w.ws),
+        );
+        let out = Command::new("unshare")
+            .args([
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &setup,
+                &session,
+            ])
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(stdout.contains("DONE"), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("FOLLOWED"), "[{label}] {stdout}\n{stderr}");
+    }
+}
+
 /// A session inside a session (an agent that runs `execguard run` itself) keeps the outer
 /// noexec mounts (it may not make a namespace of its own) and stays strict.
 #[test]

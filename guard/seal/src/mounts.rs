@@ -196,6 +196,10 @@ fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Result<(), Sea
     Ok(())
 }
 
+/// statvfs's flag for a `nosymfollow` mount (Linux 5.10, `<linux/statfs.h>`), which the libc
+/// crate does not name. A remount that left it out would follow symlinks there again.
+const ST_NOSYMFOLLOW: libc::c_ulong = 0x2000;
+
 /// The flags a remount must keep: a mount inherited into a user namespace has them locked.
 fn kept_flags(path: &Path) -> Result<libc::c_ulong, SealError> {
     let c = cstr(path)?;
@@ -213,6 +217,7 @@ fn kept_flags(path: &Path) -> Result<libc::c_ulong, SealError> {
         (libc::ST_NOATIME, libc::MS_NOATIME),
         (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
         (libc::ST_RELATIME, libc::MS_RELATIME),
+        (ST_NOSYMFOLLOW, libc::MS_NOSYMFOLLOW),
     ];
     Ok(map
         .iter()
