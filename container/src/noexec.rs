@@ -30,39 +30,20 @@ impl Mount {
     }
 }
 
-/// Decodes the octal escapes (`\\040`) the kernel writes for space, tab, newline and backslash.
-fn unescape(field: &str) -> PathBuf {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b
-            .get(i + 1..i + 4)
-            .filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match oct {
-            Some(o) if b[i] == b'\\' => {
-                out.push((o[0] - b'0') * 64 + (o[1] - b'0') * 8 + (o[2] - b'0'));
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
+impl From<execguard_seal::mounts::Mount> for Mount {
+    fn from(m: execguard_seal::mounts::Mount) -> Self {
+        Mount {
+            mount_point: m.point,
+            options: m.options.split(',').map(str::to_owned).collect(),
         }
     }
-    PathBuf::from(std::ffi::OsStr::from_bytes(&out))
 }
 
-/// Parses `/proc/self/mountinfo` text; lines it cannot read are skipped (none in practice).
-pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
-    text.lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            (f.len() >= 6).then(|| Mount {
-                mount_point: unescape(f[4]),
-                options: f[5].split(',').map(str::to_owned).collect(),
-            })
-        })
+/// Parses `/proc/self/mountinfo` bytes (the seal's parser: names are bytes, escapes undone).
+pub fn parse_mountinfo(bytes: &[u8]) -> Vec<Mount> {
+    execguard_seal::mounts::parse_mountinfo(bytes)
+        .into_iter()
+        .map(Mount::from)
         .collect()
 }
 
@@ -131,9 +112,10 @@ pub fn write_set_mounts(
 
 /// Reads `/proc/self/mountinfo`.
 pub fn read_mounts() -> std::io::Result<Vec<Mount>> {
-    Ok(parse_mountinfo(&std::fs::read_to_string(
-        "/proc/self/mountinfo",
-    )?))
+    Ok(execguard_seal::mounts::read_mountinfo()?
+        .into_iter()
+        .map(Mount::from)
+        .collect())
 }
 
 fn mount_flags(m: &Mount) -> libc::c_ulong {
@@ -239,7 +221,7 @@ mod tests {
 
     #[test]
     fn mountinfo_fields_and_escapes_parse() {
-        let m = parse_mountinfo(INFO);
+        let m = parse_mountinfo(INFO.as_bytes());
         assert_eq!(m.len(), 8);
         assert_eq!(m[2].mount_point, p("/tmp"));
         assert!(m[2].has("noexec") && m[2].writable());
@@ -249,7 +231,7 @@ mod tests {
 
     #[test]
     fn the_holder_of_a_path_is_the_deepest_mount_above_it() {
-        let m = parse_mountinfo(INFO);
+        let m = parse_mountinfo(INFO.as_bytes());
         let at = |x: &str| containing(&m, Path::new(x)).unwrap().mount_point.clone();
         assert_eq!(at("/workspace/src/a.c"), p("/workspace"));
         assert_eq!(at("/workspace/cache/x"), p("/workspace/cache"));
@@ -260,7 +242,7 @@ mod tests {
     /// Table: which writable mounts of the write set are listed, and with what.
     #[test]
     fn write_set_mounts_lists_every_writable_mount_at_or_below_a_root() {
-        let m = parse_mountinfo(INFO);
+        let m = parse_mountinfo(INFO.as_bytes());
         let roots = [
             p("/workspace"),
             p("/tmp"),

@@ -71,14 +71,18 @@ fn mounts_now() -> Result<Vec<Mount>, SealError> {
     })
 }
 
-/// Mount points are bytes: a name that is not UTF-8 (which the session can give a directory
-/// above a mount) must not make the table unreadable.
-fn read_mountinfo() -> std::io::Result<Vec<Mount>> {
-    let bytes = std::fs::read("/proc/self/mountinfo")?;
-    Ok(bytes
+/// Reads this process's mount table. Mount points are bytes: a name that is not UTF-8 (which
+/// the session can give a directory above a mount) must not make the table unreadable.
+pub fn read_mountinfo() -> std::io::Result<Vec<Mount>> {
+    Ok(parse_mountinfo(&std::fs::read("/proc/self/mountinfo")?))
+}
+
+/// Parses `/proc/self/mountinfo` bytes; lines it cannot read are skipped (none in practice).
+pub fn parse_mountinfo(bytes: &[u8]) -> Vec<Mount> {
+    bytes
         .split(|&b| b == b'\n')
         .filter_map(parse_mount)
-        .collect())
+        .collect()
 }
 
 fn parse_mount(line: &[u8]) -> Option<Mount> {
