@@ -81,6 +81,32 @@ impl World {
             .stdin(Stdio::null());
         c.output().unwrap()
     }
+
+    /// As root, in a private mount namespace: `setup` (shell, e.g. a mount), then
+    /// `execguard run [extra] --workspace WS -- sh -c SCRIPT` as this identity, with this
+    /// world's home. For what only root can prepare (mounts); callers skip without root.
+    fn session_after(&self, setup: &str, extra: &str, script: &str) -> Output {
+        let drop = match &self.who {
+            Identity::Current => String::new(),
+            who => format!(
+                "setpriv --reuid={} --regid={} --clear-groups",
+                who.uid(),
+                who.gid()
+            ),
+        };
+        let outer = format!(
+            "{setup} && exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run {extra} --workspace {ws} -- sh -c \"$0\"",
+            home = s(&self.home),
+            cli = s(&tools().cli),
+            ws = s(&self.ws),
+        );
+        Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &outer, script])
+            .current_dir(&self.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
 }
 
 /// Every way a written file could run, from every writable place: the session cannot write
@@ -592,40 +618,15 @@ fn a_mount_inside_an_exec_dir_is_read_only_with_it() {
             "echo x > {inner}/new 2>/dev/null && echo WROTE; {inner}/innertool a",
             inner = s(&inner)
         );
-        let drop = match &who {
-            Identity::Current => String::new(),
-            _ => format!(
-                "setpriv --reuid={} --regid={} --clear-groups",
-                who.uid(),
-                who.gid()
-            ),
-        };
         let setup = format!(
             "mount -t tmpfs -o mode=0755 tmpfs {inner} && cp {argv} {inner}/innertool && \
-             chown -R {uid}:{gid} {inner} && \
-             exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run -v --workspace {ws} -- sh -c \"$0\"",
+             chown -R {uid}:{gid} {inner}",
             inner = s(&inner),
             argv = s(&tools().argv),
             uid = who.uid(),
             gid = who.gid(),
-            home = s(&w.home),
-            cli = s(&tools().cli),
-            ws = s(&w.ws),
         );
-        let out = Command::new("unshare")
-            .args([
-                "-m",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &setup,
-                &session,
-            ])
-            .current_dir(&w.ws)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = w.session_after(&setup, "-v", &session);
         let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
         assert!(!stdout.contains("WROTE"), "[{label}] {stdout}\n{stderr}");
         assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
@@ -696,36 +697,12 @@ fn a_mount_named_in_bytes_that_are_not_utf8_leaves_the_write_set_noexec() {
             argv = s(&tools().argv),
             wx = s(&wx)
         );
-        let drop = match &who {
-            Identity::Current => String::new(),
-            _ => format!(
-                "setpriv --reuid={} --regid={} --clear-groups",
-                who.uid(),
-                who.gid()
-            ),
-        };
         let setup = format!(
-            "mount -t tmpfs -o mode=0777 tmpfs {data} && mv {home}/data \"{home}/$(printf '\\377')\" && \
-             exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run -v --workspace {ws} -- sh -c \"$0\"",
+            "mount -t tmpfs -o mode=0777 tmpfs {data} && mv {home}/data \"{home}/$(printf '\\377')\"",
             data = s(&data),
             home = s(&w.home),
-            cli = s(&tools().cli),
-            ws = s(&w.ws),
         );
-        let out = Command::new("unshare")
-            .args([
-                "-m",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &setup,
-                &session,
-            ])
-            .current_dir(&w.ws)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = w.session_after(&setup, "-v", &session);
         let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
         assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
         assert!(
@@ -756,36 +733,11 @@ fn a_nosymfollow_mount_keeps_it() {
             "ln -s /etc/hostname {data}/link && cat {data}/link >/dev/null 2>&1 && echo FOLLOWED; echo DONE",
             data = s(&data)
         );
-        let drop = match &who {
-            Identity::Current => String::new(),
-            _ => format!(
-                "setpriv --reuid={} --regid={} --clear-groups",
-                who.uid(),
-                who.gid()
-            ),
-        };
         let setup = format!(
-            "mount -t tmpfs -o mode=0777,nosymfollow tmpfs {data} && \
-             exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run --workspace {ws} -- sh -c \"$0\"",
-            data = s(&data),
-            home = s(&w.home),
-            cli = s(&tools().cli),
-            ws = s(&w.ws),
+            "mount -t tmpfs -o mode=0777,nosymfollow tmpfs {data}",
+            data = s(&data)
         );
-        let out = Command::new("unshare")
-            .args([
-                "-m",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &setup,
-                &session,
-            ])
-            .current_dir(&w.ws)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = w.session_after(&setup, "", &session);
         let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
         assert!(stdout.contains("DONE"), "[{label}] {stdout}\n{stderr}");
         assert!(!stdout.contains("FOLLOWED"), "[{label}] {stdout}\n{stderr}");
