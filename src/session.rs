@@ -511,7 +511,8 @@ fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 /// An explicit exec dir must lie inside the write set (outside it, everything is on the
-/// execute side already) and be no root of it.
+/// execute side already), be no root of it, and hold none (the workspace is never executable:
+/// the exec dir's read-only mount and execute right would cover it).
 fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> Result<()> {
     for d in canonical_dirs(add)? {
         let bytes = std::os::unix::ffi::OsStrExt::as_bytes(d.as_os_str());
@@ -526,6 +527,21 @@ fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> 
             .any(|r| execguard_policy::path::is_under(bytes, r) && bytes != *r);
         if !in_host && !in_builtin {
             bail!("exec_dir_outside_write_set: --exec-dir {} is not inside the write set (a root itself, or outside it, where everything is executable and read-only already)", d.display());
+        }
+        let held = roots
+            .iter()
+            .copied()
+            .find(|r| r.starts_with(&d))
+            .or_else(|| {
+                execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+                    .iter()
+                    .map(|r| {
+                        Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
+                    })
+                    .find(|r| r.starts_with(&d))
+            });
+        if let Some(root) = held {
+            bail!("exec_dir_holds_write_set: --exec-dir {} holds {}, which the session writes; name the directory of programs inside it instead", d.display(), root.display());
         }
     }
     Ok(())
@@ -751,6 +767,7 @@ mod tests {
                 &[],
                 Ok(&["home/src/app/node_modules/.bin"]),
             ),
+            (&[], &["home/src"], &[], Err("exec_dir_holds_write_set")),
             (&[], &["opt/bin"], &[], Err("exec_dir_outside_write_set")),
             (&[], &["home"], &[], Err("exec_dir_outside_write_set")),
             (&[], &["home/nope"], &[], Err("exec_dir_invalid")),

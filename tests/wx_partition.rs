@@ -744,6 +744,62 @@ fn a_nosymfollow_mount_keeps_it() {
     }
 }
 
+/// An `--exec-dir` that holds the workspace is refused: the workspace is never executable,
+/// and the exec dir's read-only mount and execute right would cover it.
+#[test]
+fn an_exec_dir_that_holds_the_workspace_is_refused() {
+    for who in identities() {
+        let w = World::new(who, "exec-dir-holds-ws");
+        let holder = w.home.join("src");
+        let ws = holder.join("proj");
+        std::fs::create_dir_all(&ws).unwrap();
+        who.own(&w.home);
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .arg("run")
+            .arg(format!("--exec-dir={}", s(&holder)))
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["--", "sh", "-c", "echo RAN"])
+            .env("HOME", &w.home)
+            .current_dir(&ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("RAN"), "[{label}] {stdout}");
+        assert!(
+            stderr.contains("exec_dir_holds_write_set"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
+/// A `strictatime` mount keeps it through the seal's remounts: statvfs has no flag for it,
+/// and a remount that does not name it gets relatime, which a user namespace may not do to
+/// a mount it inherited (EPERM: the session would not start). Needs root to make the mount.
+#[test]
+fn a_strictatime_mount_inside_an_exec_dir_does_not_stop_the_session() {
+    if !execguard_testkit::is_root() {
+        execguard_testkit::skip("a strictatime mount (making one needs root)");
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "strictatime");
+        let inner = w.local_bin.join("inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        let setup = format!(
+            "mount -t tmpfs -o mode=0777,nodiratime,strictatime tmpfs {inner}",
+            inner = s(&inner)
+        );
+        let out = w.session_after(&setup, "", "echo DONE");
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(stdout.contains("DONE"), "[{label}] {stdout}\n{stderr}");
+    }
+}
+
 /// A session inside a session (an agent that runs `execguard run` itself) keeps the outer
 /// noexec mounts (it may not make a namespace of its own) and stays strict.
 #[test]

@@ -128,10 +128,15 @@ fn mount_flags(m: &Mount) -> libc::c_ulong {
         ("noatime", libc::MS_NOATIME),
         ("nodiratime", libc::MS_NODIRATIME),
         ("relatime", libc::MS_RELATIME),
+        ("nosymfollow", libc::MS_NOSYMFOLLOW),
     ] {
         if m.has(name) {
             flags |= flag;
         }
+    }
+    // Neither noatime nor relatime is strictatime, which a remount must name to keep.
+    if !m.has("noatime") && !m.has("relatime") {
+        flags |= libc::MS_STRICTATIME;
     }
     flags
 }
@@ -217,6 +222,21 @@ mod tests {
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
+    }
+
+    #[test]
+    fn a_remount_keeps_nosymfollow_and_strictatime() {
+        let line = b"30 22 0:26 / /w rw,nosuid,nosymfollow - tmpfs tmpfs rw";
+        let m = &parse_mountinfo(line)[0];
+        let flags = mount_flags(m);
+        assert_ne!(flags & libc::MS_NOSYMFOLLOW, 0);
+        assert_ne!(
+            flags & libc::MS_STRICTATIME,
+            0,
+            "neither noatime nor relatime"
+        );
+        let relatime = &parse_mountinfo(b"31 22 0:27 / /r rw,relatime - tmpfs tmpfs rw")[0];
+        assert_eq!(mount_flags(relatime) & libc::MS_STRICTATIME, 0);
     }
 
     #[test]

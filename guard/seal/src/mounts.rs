@@ -223,10 +223,16 @@ fn kept_flags(path: &Path) -> Result<libc::c_ulong, SealError> {
         (libc::ST_RELATIME, libc::MS_RELATIME),
         (ST_NOSYMFOLLOW, libc::MS_NOSYMFOLLOW),
     ];
-    Ok(map
+    let flags = map
         .iter()
         .filter(|(st_flag, _)| st.f_flag & st_flag != 0)
-        .fold(0, |acc, (_, ms)| acc | ms))
+        .fold(0, |acc, (_, ms)| acc | ms);
+    // statvfs has no flag for strictatime: it is neither noatime nor relatime. A remount that
+    // does not say so gets relatime, which a locked mount refuses (EPERM).
+    Ok(match st.f_flag & (libc::ST_NOATIME | libc::ST_RELATIME) {
+        0 => flags | libc::MS_STRICTATIME,
+        _ => flags,
+    })
 }
 
 fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
@@ -445,7 +451,14 @@ fn bind_partition(
     // session writes through another name.
     let mut inner_exec_mounts: Vec<PathBuf> = Vec::new();
     for point in mounts_now()?.into_iter().map(|m| m.point) {
+        // Not a write-set root an exec dir holds (a workspace in it: the CLI refuses that, and
+        // the root stays writable here), nor anything under one.
+        let held_root = partition
+            .write_set
+            .iter()
+            .any(|r| beneath(&point, r) && exec_dirs.iter().any(|d| beneath(r, d)));
         if exec_dirs.iter().any(|d| beneath(&point, d) && point != **d)
+            && !held_root
             && !inner_exec_mounts.contains(&point)
         {
             inner_exec_mounts.push(point);
