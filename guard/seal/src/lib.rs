@@ -308,20 +308,22 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
         },
     };
     let made = namespace.is_some() && failure.is_none();
-    match failure {
-        None => {}
-        // A nested session: the outer mounts hold, and its exec dirs work.
-        Some(_) if namespace.is_none() && inherited() => {}
-        Some(e) if options.mounts == MountsMode::Required => return Err(e),
-        // Half made after the noexec pass: mappings are refused, but the exec dirs not made
-        // read-only yet are noexec with their roots, so their programs do not run.
-        Some(e) if inherited() => {
-            eprintln!("execguard: notice: the exec dirs are not all mounted executable ({e}): programs in them may not run in this session");
-            reductions.push("exec_dirs_noexec".to_string());
-        }
-        Some(e) => {
-            eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
-            reductions.push("mappings_guard_only".to_string());
+    if let Some(e) = failure {
+        // Read once: the whole write set noexec already?
+        match (namespace.is_some(), inherited()) {
+            // A nested session: the outer mounts hold, and its exec dirs work.
+            (false, true) => {}
+            _ if options.mounts == MountsMode::Required => return Err(e),
+            // Half made after the noexec pass: mappings are refused, but the exec dirs not
+            // made read-only yet are noexec with their roots, so their programs do not run.
+            (true, true) => {
+                eprintln!("execguard: notice: the exec dirs are not all mounted executable ({e}): programs in them may not run in this session");
+                reductions.push("exec_dirs_noexec".to_string());
+            }
+            (_, false) => {
+                eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
+                reductions.push("mappings_guard_only".to_string());
+            }
         }
     }
     // Only a namespace with all its mounts keeps the exec dirs read-only by mount.
