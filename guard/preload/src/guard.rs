@@ -1,7 +1,7 @@
 //! One guarded exec: load the policy, fix the child environment (host mode), decide, report,
 //! then run or refuse. Shared by every entry point.
 
-use crate::state::{self, Loaded, Source, POLICY_PREFIX};
+use crate::state::{self, Loaded, Source, POLICY_PREFIX, PRELOAD_PREFIX};
 use crate::{decision_stack, scratch};
 use execguard_os::{raw, CList, LibcSys};
 use execguard_policy::audit::{format_denial, Decision};
@@ -339,13 +339,12 @@ fn with_child_env<R>(
     // One pass over the environment (this runs on every exec of a host session).
     let (mut preloads, mut policies) = (0, 0);
     let (mut last_preload, mut first_policy) = (None, None);
-    const PRELOAD: &[u8] = b"LD_PRELOAD=";
     let named = |i: &usize| {
         envp.first_byte(*i)
-            .is_some_and(|c| c == PRELOAD[0] || c == POLICY_PREFIX[0])
+            .is_some_and(|c| c == PRELOAD_PREFIX[0] || c == POLICY_PREFIX[0])
     };
     for e in (0..envp.len()).filter(named).filter_map(|i| envp.get(i)) {
-        if let Some(v) = e.strip_prefix(PRELOAD) {
+        if let Some(v) = e.strip_prefix(PRELOAD_PREFIX) {
             preloads += 1;
             last_preload = Some(v);
         } else if let Some(v) = e.strip_prefix(POLICY_PREFIX) {
@@ -376,9 +375,8 @@ fn rewrite_env<R>(
     f: impl FnOnce(Result<CList, Reason>) -> R,
 ) -> R {
     // LD_PRELOAD=<guard>[:<what the loader would have used>]
-    const KEY: &[u8] = b"LD_PRELOAD=";
     let rest = last_preload.filter(|v| !v.is_empty());
-    let preload_len = KEY.len() + lib.len() + rest.map_or(0, |r| r.len() + 1) + 1;
+    let preload_len = PRELOAD_PREFIX.len() + lib.len() + rest.map_or(0, |r| r.len() + 1) + 1;
     if preload_len > PATH_MAX || envp.len() > MAX_ENV {
         return f(Err(Reason::EnvironmentTooLarge));
     }
@@ -389,7 +387,7 @@ fn rewrite_env<R>(
         // SAFETY: only the bytes copied in below are read (at least `preload_len` fit).
         let text = unsafe { scratch::bytes(text) };
         let mut at = 0;
-        for part in [KEY, lib]
+        for part in [PRELOAD_PREFIX, lib]
             .into_iter()
             .chain(rest.into_iter().flat_map(|r| [&b":"[..], r]))
         {
@@ -400,7 +398,7 @@ fn rewrite_env<R>(
         let mut n = 0;
         for i in 0..envp.len() {
             let Some(e) = envp.get(i) else { break };
-            if e.starts_with(KEY) || e.starts_with(POLICY_PREFIX) {
+            if e.starts_with(PRELOAD_PREFIX) || e.starts_with(POLICY_PREFIX) {
                 continue;
             }
             ptrs[n].write(e.as_ptr() as usize);

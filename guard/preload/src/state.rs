@@ -18,7 +18,7 @@ use libc::{c_char, c_int};
 pub const SYSTEM_POLICY: &[u8] = b"/etc/execguard/policy.toml\0";
 /// The environment entry that carries the policy in host mode (name and `=`).
 pub const POLICY_PREFIX: &[u8] = b"EXECGUARD_POLICY=";
-const PRELOAD_PREFIX: &[u8] = b"LD_PRELOAD=";
+pub const PRELOAD_PREFIX: &[u8] = b"LD_PRELOAD=";
 /// The guard library's file name; the `LD_PRELOAD` entry with this name is the guard itself.
 pub const LIB_NAME: &[u8] = b"libexecguard.so";
 
