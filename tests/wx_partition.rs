@@ -15,6 +15,16 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The tests that prepare a mount (a tmpfs, in a private namespace) need root: without it,
+/// says so loudly (`skip`) and returns false.
+fn root_can_mount(what: &str) -> bool {
+    let root = execguard_testkit::is_root();
+    if !root {
+        execguard_testkit::skip(what);
+    }
+    root
+}
+
 /// The static probe (no preload library ever sees it), in a non-mutable place.
 fn wx_probe() -> PathBuf {
     compile(&support_dir(), "wx.c", "wx-static", &["-static"])
@@ -606,8 +616,7 @@ fn a_half_made_namespace_is_refused_or_reported_as_it_is() {
 /// mount namespace); the session then runs as each identity.
 #[test]
 fn a_mount_inside_an_exec_dir_is_read_only_with_it() {
-    if !execguard_testkit::is_root() {
-        execguard_testkit::skip("mounts inside an exec dir (making one needs root)");
+    if !root_can_mount("mounts inside an exec dir (making one needs root)") {
         return;
     }
     for who in identities() {
@@ -681,8 +690,7 @@ fn the_parents_of_a_nested_exec_dir_are_read_only() {
 /// made noexec, while the report said strict. Needs root to make the mount.
 #[test]
 fn a_mount_named_in_bytes_that_are_not_utf8_leaves_the_write_set_noexec() {
-    if !execguard_testkit::is_root() {
-        execguard_testkit::skip("a mount with a non-UTF-8 name (making one needs root)");
+    if !root_can_mount("a mount with a non-UTF-8 name (making one needs root)") {
         return;
     }
     let wx = wx_probe();
@@ -720,8 +728,7 @@ fn a_mount_named_in_bytes_that_are_not_utf8_leaves_the_write_set_noexec() {
 /// name every flag they keep). Needs root to make the mount.
 #[test]
 fn a_nosymfollow_mount_keeps_it() {
-    if !execguard_testkit::is_root() {
-        execguard_testkit::skip("a nosymfollow mount (making one needs root)");
+    if !root_can_mount("a nosymfollow mount (making one needs root)") {
         return;
     }
     for who in identities() {
@@ -782,8 +789,7 @@ fn an_exec_dir_that_holds_the_workspace_is_refused() {
 /// a mount it inherited (EPERM: the session would not start). Needs root to make the mount.
 #[test]
 fn a_strictatime_mount_inside_an_exec_dir_does_not_stop_the_session() {
-    if !execguard_testkit::is_root() {
-        execguard_testkit::skip("a strictatime mount (making one needs root)");
+    if !root_can_mount("a strictatime mount (making one needs root)") {
         return;
     }
     for who in identities() {
