@@ -69,11 +69,12 @@ pub fn default_policy(
     for file in &sides.inherited_files {
         add_file(file.clone(), &mut mutable_roots);
     }
+    let exec_dirs = without_aliases(&workspace, &mut mutable_roots, sides)?;
     if seal {
         text.push_str("seal = true\n");
     }
     text.push_str(&policy_list("mutable_roots", &mutable_roots)?);
-    text.push_str(&policy_list("exec_dirs", &sides.exec_dirs)?);
+    text.push_str(&policy_list("exec_dirs", &exec_dirs)?);
     for rt in runtimes {
         text.push_str(&rt.to_policy()?);
     }
@@ -81,6 +82,51 @@ pub fn default_policy(
     Policy::parse(text.as_bytes())
         .map_err(|e| anyhow::anyhow!("generated policy is invalid: {e}"))?;
     Ok(text)
+}
+
+/// Another mount of the same file system gives a side of the partition a second name, and
+/// every layer goes by name (`execguard_seal::mounts::aliases`): through it a written file
+/// would run, or an exec dir be written. So every other name of the write set joins it, and
+/// a discovered exec dir that is reachable from the write side is written, never run (said
+/// once); one the user named, or the record's directory, is refused (`exec_dir_aliased`).
+/// Returns the exec dirs left.
+fn without_aliases(
+    workspace: &Path,
+    mutable_roots: &mut Vec<PathBuf>,
+    sides: &HostSides,
+) -> Result<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mounts = execguard_seal::mounts::read_mountinfo()
+        .context("mount_table_unreadable: /proc/self/mountinfo (is /proc mounted?)")?;
+    let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+        .iter()
+        .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)));
+    let write_set: Vec<PathBuf> = builtin
+        .chain([workspace.to_path_buf()])
+        .chain(mutable_roots.iter().cloned())
+        .collect();
+    let mut exec_dirs = sides.exec_dirs.clone();
+    loop {
+        let partition = execguard_seal::Partition::new(write_set.iter().cloned())
+            .with_exec_dirs(exec_dirs.iter().cloned());
+        let found = execguard_seal::mounts::aliases(&partition, &mounts);
+        if found.exec_dirs.is_empty() {
+            for (_, name) in found.write_set {
+                if !mutable_roots.contains(&name) {
+                    mutable_roots.push(name);
+                }
+            }
+            return Ok(exec_dirs);
+        }
+        // Dropping an exec dir puts it on the write side: look again.
+        for (dir, name) in found.exec_dirs {
+            if !sides.discovered.contains(&dir) {
+                bail!("exec_dir_aliased: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; name another directory, or unmount it", dir.display(), name.display());
+            }
+            eprintln!("execguard: notice: {} is also reachable as {} (another mount of the same file system), which the session writes: in this session it is written, never run", dir.display(), name.display());
+            exec_dirs.retain(|d| *d != dir);
+        }
+    }
 }
 
 /// `path` made absolute against the current directory, without resolving symlinks in a file

@@ -1192,3 +1192,117 @@ fn the_exec_dir_record_trusts_directories_not_names() {
         );
     }
 }
+
+/// Another mount of the workspace's file system (a bind mount, a btrfs top-level mount) gives
+/// what the session writes a second name, outside the write set. That name joins it: the guard
+/// refuses a written program by it, and its mount is noexec. Before, Landlock and the guard
+/// (which go by name) both took it for the execute side, and a written program ran by it. A
+/// policy that leaves the name out is refused by the seal. Needs root to make the bind.
+#[test]
+fn a_second_name_of_the_workspace_joins_the_write_set() {
+    if !root_can_mount("a second name of the workspace (making a bind needs root)") {
+        return;
+    }
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "alias-ws");
+        let (x, alias) = (w.ws.join("x"), w.owned.join("x"));
+        let script = format!(
+            "cp {argv} {x} && chmod +x {x} && {alias} a; {wx} loader {alias} 2>&1 | head -1",
+            argv = s(&tools().argv),
+            x = s(&x),
+            alias = s(&alias),
+            wx = s(&wx),
+        );
+        let bind = format!("mount --bind {} {}", s(&w.ws), s(&w.owned));
+        let out = w.session_after(&bind, "-v", &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("denied mutable_native: {}", s(&alias)))
+                && stderr.contains(&format!("write-set mount {}", s(&w.owned))),
+            "[{label}] {stderr}"
+        );
+        // The same session from a policy made before the bind: the seal refuses it.
+        let policy = w.ws.join("policy.toml");
+        let mut c = Command::new(&tools().cli);
+        let made = c
+            .args(["policy", "default", "--workspace"])
+            .arg(&w.ws)
+            .env("HOME", &w.home)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{}", text(&made.stderr));
+        std::fs::write(&policy, &made.stdout).unwrap();
+        let drop = match &w.who {
+            Identity::Current => String::new(),
+            who => format!(
+                "setpriv --reuid={} --regid={} --clear-groups",
+                who.uid(),
+                who.gid()
+            ),
+        };
+        let run = format!(
+            "{bind} && exec {drop} env HOME={home} {cli} run --policy {policy} -- sh -c 'echo RAN'",
+            home = s(&w.home),
+            cli = s(&tools().cli),
+            policy = s(&policy),
+        );
+        let out = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &run])
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("RAN"), "[{label}] {stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "write_set_aliased: {} is also reachable as {}",
+                s(&w.ws),
+                s(&w.owned)
+            )),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
+/// An `--exec-dir` that shows a workspace directory (a bind of it) is refused: the session
+/// would write its programs through the workspace's name. Before, the program ran. Needs root
+/// to make the bind.
+#[test]
+fn an_exec_dir_that_is_a_second_name_of_the_workspace_is_refused() {
+    if !root_can_mount("an exec dir bound from the workspace (making a bind needs root)") {
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "alias-exec-dir");
+        let (tools_dir, ws_bin) = (w.home.join("tools"), w.ws.join("bin"));
+        for d in [&tools_dir, &ws_bin] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        who.own(&w.home);
+        who.own(&w.ws);
+        let script = format!(
+            "cp {argv} {ws_bin}/evil && chmod +x {ws_bin}/evil && {tools}/evil a",
+            argv = s(&tools().argv),
+            ws_bin = s(&ws_bin),
+            tools = s(&tools_dir),
+        );
+        let bind = format!("mount --bind {} {}", s(&ws_bin), s(&tools_dir));
+        let exec_dir = format!("--exec-dir={}", s(&tools_dir));
+        let out = w.session_after(&bind, &exec_dir, &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "exec_dir_aliased: the exec dir {} is also reachable as {}",
+                s(&tools_dir),
+                s(&ws_bin)
+            )),
+            "[{label}] {stderr}"
+        );
+    }
+}

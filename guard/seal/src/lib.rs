@@ -109,6 +109,10 @@ pub enum SealError {
     Seccomp { detail: String },
     /// The `noexec` mounts were required and could not be made.
     Noexec { detail: String },
+    /// Part of the write set is also reachable by a name outside it ([`mounts::aliases`]).
+    WriteSetAliased { root: PathBuf, name: PathBuf },
+    /// An exec dir is also reachable on the write side, or shows write-set content.
+    ExecDirAliased { dir: PathBuf, name: PathBuf },
 }
 
 impl SealError {
@@ -120,6 +124,8 @@ impl SealError {
             SealError::NotEnforced => "seal_not_enforced",
             SealError::Seccomp { .. } => "seccomp_failed",
             SealError::Noexec { .. } => "noexec_unavailable",
+            SealError::WriteSetAliased { .. } => "write_set_aliased",
+            SealError::ExecDirAliased { .. } => "exec_dir_aliased",
         }
     }
 }
@@ -141,6 +147,18 @@ impl std::fmt::Display for SealError {
             ),
             SealError::Seccomp { detail } => write!(f, "{code}: {detail}"),
             SealError::Noexec { detail } => write!(f, "{code}: {detail}"),
+            SealError::WriteSetAliased { root, name } => write!(
+                f,
+                "{code}: {} is also reachable as {} (another mount of the same file system), where what the session writes would run; add that name to mutable_roots, or unmount it",
+                root.display(),
+                name.display()
+            ),
+            SealError::ExecDirAliased { dir, name } => write!(
+                f,
+                "{code}: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; drop the exec dir (--no-exec-dir), or unmount it",
+                dir.display(),
+                name.display()
+            ),
         }
     }
 }
@@ -286,6 +304,8 @@ pub enum MountsMode {
 /// `no_new_privs`, which both Landlock and seccomp need.
 pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
     let abi = partition_abi()?;
+    // Every layer goes by name: a second name of either side would undo the partition.
+    mounts::refuse_aliases(partition)?;
     let mut reductions = Vec::new();
     // Inside a session that made them already (a nested `execguard run`), no new namespace
     // may be made (the outer filter refuses it) and the write set is noexec already: keep

@@ -44,6 +44,11 @@ pub struct Namespace {
 /// One line of `/proc/self/mountinfo`.
 #[derive(Clone, Debug)]
 pub struct Mount {
+    /// The file system's device (`major:minor`): mounts of one file system share it.
+    pub dev: String,
+    /// The directory of that file system this mount shows (`/` for a whole one; a bind shows
+    /// a directory inside it).
+    pub root: PathBuf,
     pub point: PathBuf,
     pub fstype: String,
     /// The per-mount options (`rw,nosuid,noexec,...`).
@@ -89,11 +94,16 @@ fn parse_mount(line: &[u8]) -> Option<Mount> {
     let sep = line.windows(3).position(|w| w == b" - ")?;
     let (left, right) = (&line[..sep], &line[sep + 3..]);
     let mut f = left.split(|&b| b == b' ');
-    let point = f.nth(4)?;
+    let dev = f.nth(2)?;
+    let root = f.next()?;
+    let point = f.next()?;
     let options = f.next()?;
     let fstype = right.split(|&b| b == b' ').next()?;
+    let path = |b: &[u8]| PathBuf::from(std::ffi::OsString::from_vec(unescape(b)));
     Some(Mount {
-        point: PathBuf::from(std::ffi::OsString::from_vec(unescape(point))),
+        dev: String::from_utf8_lossy(dev).into_owned(),
+        root: path(root),
+        point: path(point),
         options: String::from_utf8_lossy(options).into_owned(),
         fstype: String::from_utf8_lossy(fstype).into_owned(),
     })
@@ -129,6 +139,130 @@ pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
         .iter()
         .filter(|m| beneath(path, &m.point))
         .max_by_key(|m| m.point.as_os_str().len())
+}
+
+/// Where `path` lies in its file system: the mount's device, and the path from that file
+/// system's root.
+fn place<'m>(mounts: &'m [Mount], path: &Path) -> Option<(&'m str, PathBuf)> {
+    let m = mount_of(mounts, path)?;
+    Some((&m.dev, rebase(path, &m.point, &m.root)?))
+}
+
+/// `path`, which lies beneath `from`, moved to the same place beneath `to`.
+fn rebase(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
+    if !beneath(path, from) {
+        return None;
+    }
+    let (path, from, to) = (
+        path.as_os_str().as_bytes(),
+        from.as_os_str(),
+        to.as_os_str(),
+    );
+    // Empty or starting with `/`.
+    let rest = if from == "/" {
+        path
+    } else {
+        &path[from.len()..]
+    };
+    let mut out = if to == "/" && !rest.is_empty() {
+        Vec::new()
+    } else {
+        to.as_bytes().to_vec()
+    };
+    out.extend_from_slice(rest);
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
+/// The other names of what lies at `path`: where another mount of the same file system (a
+/// bind mount, a btrfs top-level mount) shows it, or a part of it, that the path alone does
+/// not tell. Each is `(name, the same directory by its name beneath path)`. Only names that
+/// reach it now (not covered by a later mount) count; a mount of something onto itself (a
+/// nested session's binds) gives no other name.
+pub fn other_names(mounts: &[Mount], path: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let Some((dev, here)) = place(mounts, path) else {
+        return Vec::new();
+    };
+    let mut names: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for m in mounts.iter().filter(|m| m.dev == dev) {
+        // All of it (it lies in what `m` shows), or the part of it `m` shows.
+        let (name, shown) = match rebase(&here, &m.root, &m.point) {
+            Some(name) => (name, here.clone()),
+            None if beneath(&m.root, &here) => (m.point.clone(), m.root.clone()),
+            None => continue,
+        };
+        let Some(by_path) = rebase(&shown, &here, path) else {
+            continue;
+        };
+        if by_path != name
+            && !names.iter().any(|(n, _)| *n == name)
+            && place(mounts, &name).is_some_and(|(d, p)| d == dev && p == shown)
+        {
+            names.push((name, by_path));
+        }
+    }
+    names
+}
+
+/// The names by which one side of a partition is reachable from the other ([`other_names`]):
+/// Landlock and the guard judge a file by the name it is reached by, and a mount is `noexec`
+/// or read-only whatever it shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Aliases {
+    /// (write-set directory, another name of it outside the write set): a file the session
+    /// writes would run by that name.
+    pub write_set: Vec<(PathBuf, PathBuf)>,
+    /// (exec dir, a name on the write side of it or of a part of it): the session could write
+    /// its programs there.
+    pub exec_dirs: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Aliases {
+    pub fn is_empty(&self) -> bool {
+        self.write_set.is_empty() && self.exec_dirs.is_empty()
+    }
+}
+
+/// The [`Aliases`] of `partition` in this mount table.
+pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
+    let in_exec_dir = |p: &Path| partition.exec_dirs.iter().find(|e| beneath(p, e));
+    let mut out = Aliases::default();
+    let mut exec_dir = |dir: &PathBuf, name: PathBuf| {
+        if !out.exec_dirs.iter().any(|(d, _)| d == dir) {
+            out.exec_dirs.push((dir.clone(), name));
+        }
+    };
+    for dir in &partition.exec_dirs {
+        for (name, _) in other_names(mounts, dir) {
+            if partition.in_write_set(&name) && in_exec_dir(&name).is_none() {
+                exec_dir(dir, name);
+            }
+        }
+    }
+    let mut write_set = Vec::new();
+    for root in &partition.write_set {
+        for (name, same) in other_names(mounts, root) {
+            if let Some(dir) = in_exec_dir(&name) {
+                // Write-set content shown inside an exec dir.
+                exec_dir(dir, same);
+            } else if !partition.in_write_set(&name) {
+                write_set.push((same, name));
+            }
+        }
+    }
+    out.write_set = write_set;
+    out
+}
+
+/// [`aliases`] in this process's mount table, as the seal's refusal when there are any.
+pub fn refuse_aliases(partition: &Partition) -> Result<(), SealError> {
+    let found = aliases(partition, &mounts_now()?);
+    if let Some((dir, name)) = found.exec_dirs.into_iter().next() {
+        return Err(SealError::ExecDirAliased { dir, name });
+    }
+    if let Some((root, name)) = found.write_set.into_iter().next() {
+        return Err(SealError::WriteSetAliased { root, name });
+    }
+    Ok(())
 }
 
 /// Each write-set root's mount, and every mount beneath it, with `noexec` or not. Roots that
@@ -489,6 +623,122 @@ fn bind_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mount table of `(dev, root, point)` lines.
+    fn table(lines: &[(&str, &str, &str)]) -> Vec<Mount> {
+        let text: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, (dev, root, point))| {
+                format!(
+                    "{} 1 {dev} {root} {point} rw shared:1 - ext4 /dev/x rw\n",
+                    i + 20
+                )
+            })
+            .collect();
+        parse_mountinfo(text.as_bytes())
+    }
+
+    fn host() -> Partition {
+        Partition::new([PathBuf::from("/home/u"), PathBuf::from("/tmp")])
+            .with_exec_dirs([PathBuf::from("/home/u/.local/bin")])
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(PathBuf, PathBuf)> {
+        v.iter()
+            .map(|(a, b)| (PathBuf::from(a), PathBuf::from(b)))
+            .collect()
+    }
+
+    /// Mounts added to a host's, and the aliases they give: of the write set, of exec dirs.
+    type Case<'a> = (
+        &'a [(&'a str, &'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+    );
+
+    #[test]
+    fn a_second_mount_of_the_write_set_is_an_alias_and_a_bind_onto_itself_is_not() {
+        let root = ("8:1", "/", "/");
+        let tmp = ("0:30", "/", "/tmp");
+        let dev = ("0:6", "/", "/dev");
+        // (mounts besides `/` and `/tmp`, write-set aliases, exec-dir aliases)
+        let cases: [Case; 9] = [
+            // Nothing else mounted.
+            (&[], &[], &[]),
+            // A nested session's binds: each root, exec dir and parent onto itself.
+            (
+                &[
+                    ("8:1", "/home/u", "/home/u"),
+                    ("8:1", "/home/u/.local", "/home/u/.local"),
+                    ("8:1", "/home/u/.local/bin", "/home/u/.local/bin"),
+                    ("0:30", "/", "/tmp"),
+                ],
+                &[],
+                &[],
+            ),
+            // The workspace bound outside the write set.
+            (
+                &[("8:1", "/home/u/ws", "/srv/ws")],
+                &[("/home/u/ws", "/srv/ws")],
+                &[],
+            ),
+            // A btrfs top-level mount: all of home, and the exec dir with it, by another name.
+            (
+                &[("8:1", "/", "/mnt/top")],
+                &[("/home/u", "/mnt/top/home/u")],
+                &[],
+            ),
+            // Another mount of /tmp's file system.
+            (&[("0:30", "/", "/run/t")], &[("/tmp", "/run/t")], &[]),
+            // The exec dir is a bind of a workspace directory.
+            (
+                &[("8:1", "/home/u/ws/bin", "/home/u/.local/bin")],
+                &[],
+                &[("/home/u/.local/bin", "/home/u/ws/bin")],
+            ),
+            // The exec dir bound into the workspace.
+            (
+                &[("8:1", "/home/u/.local/bin", "/home/u/ws/tools")],
+                &[],
+                &[("/home/u/.local/bin", "/home/u/ws/tools")],
+            ),
+            // Workspace content shown inside the exec dir.
+            (
+                &[("8:1", "/home/u/ws/d", "/home/u/.local/bin/d")],
+                &[],
+                &[("/home/u/.local/bin", "/home/u/ws/d")],
+            ),
+            // An alias covered by a later mount on its point reaches nothing; a bind of a
+            // system directory (outside every side) is no alias.
+            (
+                &[
+                    ("8:1", "/home/u/ws", "/srv/ws"),
+                    ("0:40", "/", "/srv/ws"),
+                    ("8:1", "/usr/share", "/home/u/ws/share"),
+                ],
+                &[],
+                &[],
+            ),
+        ];
+        for (extra, write_set, exec_dirs) in cases {
+            let mounts = table(&[&[root, tmp, dev][..], extra].concat());
+            let found = aliases(&host(), &mounts);
+            assert_eq!(found.write_set, pairs(write_set), "{extra:?}");
+            assert_eq!(found.exec_dirs, pairs(exec_dirs), "{extra:?}");
+        }
+    }
+
+    #[test]
+    fn rebase_moves_a_path_between_roots() {
+        let r = |p: &str, f: &str, t: &str| rebase(Path::new(p), Path::new(f), Path::new(t));
+        assert_eq!(r("/a/b", "/a", "/x"), Some(PathBuf::from("/x/b")));
+        assert_eq!(r("/a", "/a", "/x"), Some(PathBuf::from("/x")));
+        assert_eq!(r("/a/b", "/", "/x"), Some(PathBuf::from("/x/a/b")));
+        assert_eq!(r("/a/b", "/a", "/"), Some(PathBuf::from("/b")));
+        assert_eq!(r("/a", "/a", "/"), Some(PathBuf::from("/")));
+        assert_eq!(r("/ab", "/a", "/x"), None);
+    }
 
     #[test]
     fn a_mount_table_line_is_read_as_bytes_with_its_escapes() {
