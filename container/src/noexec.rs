@@ -118,27 +118,9 @@ pub fn read_mounts() -> std::io::Result<Vec<Mount>> {
         .collect())
 }
 
-fn mount_flags(m: &Mount) -> libc::c_ulong {
-    let mut flags = 0;
-    for (name, flag) in [
-        ("ro", libc::MS_RDONLY),
-        ("nosuid", libc::MS_NOSUID),
-        ("nodev", libc::MS_NODEV),
-        ("noexec", libc::MS_NOEXEC),
-        ("noatime", libc::MS_NOATIME),
-        ("nodiratime", libc::MS_NODIRATIME),
-        ("relatime", libc::MS_RELATIME),
-        ("nosymfollow", libc::MS_NOSYMFOLLOW),
-    ] {
-        if m.has(name) {
-            flags |= flag;
-        }
-    }
-    // Neither noatime nor relatime is strictatime, which a remount must name to keep.
-    if !m.has("noatime") && !m.has("relatime") {
-        flags |= libc::MS_STRICTATIME;
-    }
-    flags
+/// The flags a remount of `m` must give to keep them (the seal's map, from `statvfs`).
+fn mount_flags(m: &Mount) -> std::io::Result<libc::c_ulong> {
+    execguard_seal::mounts::kept_flags(&m.mount_point).map_err(std::io::Error::other)
 }
 
 fn mount_call(source: &Path, target: &Path, flags: libc::c_ulong) -> std::io::Result<()> {
@@ -181,7 +163,10 @@ pub fn harden(roots: &[PathBuf], exec_allowed: &[PathBuf]) -> std::io::Result<()
             .filter(|m| m.mount_point.starts_with(root) && m.mount_point != *root)
             .cloned()
             .collect();
-        let needs = holder.is_none_or(|h| h.writable() && mount_flags(h) & wanted != wanted);
+        let needs = match holder {
+            None => true,
+            Some(h) => h.writable() && mount_flags(h)? & wanted != wanted,
+        };
         if needs {
             if let Some(holder) = holder.filter(|h| h.mount_point == *root) {
                 targets.insert(0, holder.clone());
@@ -195,10 +180,14 @@ pub fn harden(roots: &[PathBuf], exec_allowed: &[PathBuf]) -> std::io::Result<()
             }
         }
         for m in targets {
-            if !m.writable() || mount_flags(&m) & wanted == wanted {
+            if !m.writable() {
                 continue;
             }
-            let flags = libc::MS_REMOUNT | libc::MS_BIND | mount_flags(&m) | wanted;
+            let kept = mount_flags(&m)?;
+            if kept & wanted == wanted {
+                continue;
+            }
+            let flags = libc::MS_REMOUNT | libc::MS_BIND | kept | wanted;
             mount_call(Path::new("none"), &m.mount_point, flags)?;
         }
     }
@@ -222,21 +211,6 @@ mod tests {
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
-    }
-
-    #[test]
-    fn a_remount_keeps_nosymfollow_and_strictatime() {
-        let line = b"30 22 0:26 / /w rw,nosuid,nosymfollow - tmpfs tmpfs rw";
-        let m = &parse_mountinfo(line)[0];
-        let flags = mount_flags(m);
-        assert_ne!(flags & libc::MS_NOSYMFOLLOW, 0);
-        assert_ne!(
-            flags & libc::MS_STRICTATIME,
-            0,
-            "neither noatime nor relatime"
-        );
-        let relatime = &parse_mountinfo(b"31 22 0:27 / /r rw,relatime - tmpfs tmpfs rw")[0];
-        assert_eq!(mount_flags(relatime) & libc::MS_STRICTATIME, 0);
     }
 
     #[test]

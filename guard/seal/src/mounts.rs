@@ -338,8 +338,10 @@ fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Result<(), Sea
 /// crate does not name. A remount that left it out would follow symlinks there again.
 const ST_NOSYMFOLLOW: libc::c_ulong = 0x2000;
 
-/// The flags a remount must keep: a mount inherited into a user namespace has them locked.
-fn kept_flags(path: &Path) -> Result<libc::c_ulong, SealError> {
+/// The flags of the mount `path` reaches, as a remount of it must give them to keep them: a
+/// mount inherited into a user namespace has them locked. (Also the container's, for its
+/// remounts: one map of the flags.)
+pub fn kept_flags(path: &Path) -> Result<libc::c_ulong, SealError> {
     let c = cstr(path)?;
     // SAFETY: statvfs writes only into the zeroed struct it is given.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -727,6 +729,44 @@ mod tests {
             assert_eq!(found.write_set, pairs(write_set), "{extra:?}");
             assert_eq!(found.exec_dirs, pairs(exec_dirs), "{extra:?}");
         }
+    }
+
+    /// `kept_flags` (statvfs) against the kernel's other account of the same flags, the option
+    /// strings of `/proc/self/mountinfo`, for every mount of this process that a path reaches.
+    #[test]
+    fn kept_flags_match_the_mount_table() {
+        let mounts = read_mountinfo().unwrap();
+        let names = [
+            ("ro", libc::MS_RDONLY),
+            ("nosuid", libc::MS_NOSUID),
+            ("nodev", libc::MS_NODEV),
+            ("noexec", libc::MS_NOEXEC),
+            ("noatime", libc::MS_NOATIME),
+            ("nodiratime", libc::MS_NODIRATIME),
+            ("relatime", libc::MS_RELATIME),
+            ("nosymfollow", libc::MS_NOSYMFOLLOW),
+        ];
+        let mut checked = 0;
+        for m in &mounts {
+            // Only the mount a path reaches now (not one covered by a later mount).
+            if !std::ptr::eq(mount_of(&mounts, &m.point).unwrap(), m) {
+                continue;
+            }
+            let Ok(kept) = kept_flags(&m.point) else {
+                continue; // not reachable by this process (a permission, a gone path)
+            };
+            let opts: Vec<&str> = m.options.split(',').collect();
+            let mut want = names
+                .iter()
+                .filter(|(n, _)| opts.contains(n))
+                .fold(0, |acc, (_, f)| acc | f);
+            if !opts.contains(&"noatime") && !opts.contains(&"relatime") {
+                want |= libc::MS_STRICTATIME;
+            }
+            assert_eq!(kept, want, "{}: {}", m.point.display(), m.options);
+            checked += 1;
+        }
+        assert!(checked > 0, "no mount was checked");
     }
 
     #[test]
