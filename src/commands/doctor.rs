@@ -32,6 +32,8 @@ struct Observed {
     seccomp_filters: u32,
     no_new_privs: bool,
     mounts: Vec<MountReport>,
+    /// Second names of either side (another mount of the same file system).
+    aliases: execguard_seal::mounts::Aliases,
     assurance: Assurance,
 }
 
@@ -57,6 +59,7 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
     let user_namespace = std::fs::read_to_string("/proc/self/uid_map")
         .is_ok_and(|m| m.split_whitespace().collect::<Vec<_>>() != ["0", "0", "4294967295"]);
     let report = execguard_seal::mounts::report(partition);
+    let aliases = execguard_seal::mounts::aliases(partition, &execguard_seal::mounts::mountinfo());
     let mut reductions = Vec::new();
     match profile {
         Some(execguard_policy::Profile::Strict) => {}
@@ -74,6 +77,9 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
     if report.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push("write_set_not_all_noexec".into());
     }
+    if !aliases.is_empty() {
+        reductions.push("write_set_aliased".into());
+    }
     Observed {
         landlock_abi: execguard_seal::kernel_abi().ok(),
         write_set: partition.write_set.clone(),
@@ -84,6 +90,7 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
         seccomp_filters,
         no_new_privs,
         mounts: report,
+        aliases,
         assurance: Assurance::from_reductions(reductions),
     }
 }
@@ -271,6 +278,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 "exec allowed by the mount: the guard refuses written objects to dlopen and the loader, but not a program's own executable mapping"
             }
         );
+    }
+    println!("second names (another mount of the same file system)");
+    for (root, name) in &observed.aliases.write_set {
+        println!(
+            "  {} is also {}, outside the write set: what the session writes would run there",
+            root.display(),
+            name.display()
+        );
+    }
+    for (dir, name) in &observed.aliases.exec_dirs {
+        println!(
+            "  exec dir {} is also {}, on the write side",
+            dir.display(),
+            name.display()
+        );
+    }
+    if observed.aliases.is_empty() {
+        println!("  none");
     }
     println!("kernel");
     match execguard_seal::kernel_abi() {

@@ -206,7 +206,7 @@ pub fn other_names(mounts: &[Mount], path: &Path) -> Vec<(PathBuf, PathBuf)> {
 /// The names by which one side of a partition is reachable from the other ([`other_names`]):
 /// Landlock and the guard judge a file by the name it is reached by, and a mount is `noexec`
 /// or read-only whatever it shows.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Aliases {
     /// (write-set directory, another name of it outside the write set): a file the session
     /// writes would run by that name.
