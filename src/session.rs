@@ -86,10 +86,10 @@ pub fn default_policy(
 
 /// Another mount of the same file system gives a side of the partition a second name, and
 /// every layer goes by name (`execguard_seal::mounts::aliases`): through it a written file
-/// would run, or an exec dir be written. So every other name of the write set joins it, and
-/// a discovered exec dir that is reachable from the write side is written, never run (said
-/// once); one the user named, or the record's directory, is refused (`exec_dir_aliased`).
-/// Returns the exec dirs left.
+/// would run, or an exec dir be written. So every other name of the write set joins it, with
+/// the exec dirs inside by that name too; a discovered exec dir that is reachable from the
+/// write side is written, never run (said once); one the user named, or the record's
+/// directory, is refused (`exec_dir_aliased`). Returns the exec dirs.
 fn without_aliases(
     workspace: &Path,
     mutable_roots: &mut Vec<PathBuf>,
@@ -111,6 +111,7 @@ fn without_aliases(
             .with_exec_dirs(exec_dirs.iter().cloned());
         let found = execguard_seal::mounts::aliases(&partition, &mounts);
         if found.exec_dirs.is_empty() {
+            exec_dirs.extend(found.exec_dirs_within(&partition));
             for (_, name) in found.write_set {
                 if !mutable_roots.contains(&name) {
                     mutable_roots.push(name);

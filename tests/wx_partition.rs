@@ -1316,3 +1316,41 @@ fn an_exec_dir_that_is_a_second_name_of_the_workspace_is_refused() {
         );
     }
 }
+
+/// A second name of `$HOME` (a bind mount; a btrfs top-level mount is the same) joins the
+/// write set with its exec dirs: by that name too, `~/.local/bin` is read-only and its programs
+/// run, and what the session writes does not. Before, the session planted a program in
+/// `~/.local/bin` through the other name, and a written program ran by it. Needs root to make
+/// the bind.
+#[test]
+fn a_second_name_of_home_keeps_its_exec_dirs_read_only() {
+    if !root_can_mount("a second name of home (making a bind needs root)") {
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "alias-home");
+        let alias = w.owned.clone();
+        let script = format!(
+            "cp {argv} {alias}/.local/bin/planted 2>/dev/null && echo PLANTED; \
+             cp {argv} {alias}/evil && chmod +x {alias}/evil && {alias}/evil a b c; \
+             {alias}/.local/bin/mytool a",
+            argv = s(&tools().argv),
+            alias = s(&alias),
+        );
+        let bind = format!("mount --bind {} {}", s(&w.home), s(&alias));
+        let out = w.session_after(&bind, "-v", &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("PLANTED"), "[{label}] {stdout}\n{stderr}");
+        assert!(!w.local_bin.join("planted").exists(), "[{label}]");
+        assert!(!stdout.contains("ARGV 4"), "[{label}] {stdout}\n{stderr}");
+        assert!(stdout.contains("ARGV 2"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("denied mutable_native: {}/evil", s(&alias)))
+                && stderr.contains(&format!(
+                    "exec dir mount {}/.local/bin: read-only",
+                    s(&alias)
+                )),
+            "[{label}] {stderr}"
+        );
+    }
+}

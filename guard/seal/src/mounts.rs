@@ -239,8 +239,18 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
         }
     }
     let mut write_set = Vec::new();
-    for root in &partition.write_set {
+    // Only a root that can hold files needs its other names in the write set: /dev's holds
+    // devices, which the session may write but not make (and a root granted all of /dev
+    // could write a disk); a device root (`/dev/null`, which Docker also binds over masked
+    // `/proc` files) holds no file.
+    let holds_files = |r: &Path| {
+        r != Path::new("/dev") && std::fs::metadata(r).map_or(true, |m| m.is_dir() || m.is_file())
+    };
+    for root in partition.write_set.iter().filter(|r| holds_files(r)) {
         for (name, same) in other_names(mounts, root) {
+            if in_exec_dir(&same).is_some() {
+                continue; // an exec dir's content: its own names are judged above
+            }
             if let Some(dir) = in_exec_dir(&name) {
                 // Write-set content shown inside an exec dir.
                 exec_dir(dir, same);
@@ -251,6 +261,24 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
     }
     out.write_set = write_set;
     out
+}
+
+impl Aliases {
+    /// The exec dirs inside the write set's other names, by those names: a root that joins the
+    /// write set by another name keeps its exec dirs on the execute side by that name too
+    /// (read-only, and carved out of its write rights), or the session could write their
+    /// programs through it.
+    pub fn exec_dirs_within(&self, partition: &Partition) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for (same, name) in &self.write_set {
+            for dir in partition.exec_dirs.iter().filter(|e| beneath(e, same)) {
+                if let Some(d) = rebase(dir, same, name).filter(|d| !out.contains(d)) {
+                    out.push(d);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// [`aliases`] in this process's mount table, as the seal's refusal when there are any.
@@ -665,7 +693,7 @@ mod tests {
         let tmp = ("0:30", "/", "/tmp");
         let dev = ("0:6", "/", "/dev");
         // (mounts besides `/` and `/tmp`, write-set aliases, exec-dir aliases)
-        let cases: [Case; 9] = [
+        let cases: [Case; 11] = [
             // Nothing else mounted.
             (&[], &[], &[]),
             // A nested session's binds: each root, exec dir and parent onto itself.
@@ -691,6 +719,10 @@ mod tests {
                 &[("/home/u", "/mnt/top/home/u")],
                 &[],
             ),
+            // A part of the exec dir shown outside the write set: exec content, no alias.
+            (&[("8:1", "/home/u/.local/bin/x", "/opt/x")], &[], &[]),
+            // /dev's file system shown again: the session makes no file there.
+            (&[("0:6", "/", "/srv/chroot/dev")], &[], &[]),
             // Another mount of /tmp's file system.
             (&[("0:30", "/", "/run/t")], &[("/tmp", "/run/t")], &[]),
             // The exec dir is a bind of a workspace directory.
@@ -767,6 +799,42 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 0, "no mount was checked");
+    }
+
+    /// A root that joins the write set by another name keeps its exec dirs by that name.
+    #[test]
+    fn the_exec_dirs_of_a_second_name_are_exec_dirs_by_it() {
+        let mounts = table(&[
+            ("8:1", "/", "/"),
+            ("0:30", "/", "/tmp"),
+            ("0:6", "/", "/dev"),
+            ("8:1", "/home", "/mnt/h"),
+        ]);
+        let found = aliases(&host(), &mounts);
+        assert_eq!(found.write_set, pairs(&[("/home/u", "/mnt/h/u")]));
+        assert_eq!(
+            found.exec_dirs_within(&host()),
+            vec![PathBuf::from("/mnt/h/u/.local/bin")]
+        );
+        // A device root holds no file: Docker binds /dev/null over masked /proc files.
+        let masked = table(&[
+            ("8:1", "/", "/"),
+            ("0:6", "/", "/dev"),
+            ("0:6", "/null", "/proc/keys"),
+        ]);
+        let null = Partition::new([PathBuf::from("/dev/null")]);
+        assert!(aliases(&null, &masked).is_empty());
+        // With both added, nothing is left to find.
+        let whole = Partition::new([
+            PathBuf::from("/home/u"),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/mnt/h/u"),
+        ])
+        .with_exec_dirs([
+            PathBuf::from("/home/u/.local/bin"),
+            PathBuf::from("/mnt/h/u/.local/bin"),
+        ]);
+        assert!(aliases(&whole, &mounts).is_empty());
     }
 
     #[test]
