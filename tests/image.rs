@@ -626,6 +626,20 @@ fn a_bad_environment_value_or_a_tampered_control_file_stops_the_container() {
     assert_eq!(o.status.code(), Some(0), "{e}");
     assert!(e.contains("reduced assurance"), "{e}");
 
+    // The workspace mounted a second time, outside the write set: what the session wrote
+    // would run by that name, so the start is refused.
+    let at = args.iter().position(|a| a == image()).unwrap();
+    let mut twice = args[..at].to_vec();
+    twice.push(format!("--volume={}:/opt/second", ws.0.display()));
+    twice.extend(args[at..].iter().cloned());
+    let o = docker(&twice);
+    let (_, e) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("write_set_aliased: /workspace is also reachable as /opt/second"),
+        "{e}"
+    );
+
     let replace = |from: &str, to: &str| -> Vec<String> {
         assert!(
             args.iter().any(|a| a.starts_with(from)),
