@@ -87,9 +87,10 @@ pub fn default_policy(
 /// Another mount of the same file system gives a side of the partition a second name, and
 /// every layer goes by name (`execguard_seal::mounts::aliases`): through it a written file
 /// would run, or an exec dir be written. So every other name of the write set joins it, with
-/// the exec dirs inside by that name too; a discovered exec dir that is reachable from the
-/// write side is written, never run (said once); one the user named, or the record's
-/// directory, is refused (`exec_dir_aliased`). Returns the exec dirs.
+/// the exec dirs inside by that name too. An exec dir reachable from the write side (or
+/// showing write-set content) is refused, `exec_dir_aliased`: left in the write set instead,
+/// what the session planted there would run in the next session that has it as an exec dir.
+/// Returns the exec dirs.
 fn without_aliases(
     workspace: &Path,
     mutable_roots: &mut Vec<PathBuf>,
@@ -101,33 +102,26 @@ fn without_aliases(
     let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
         .iter()
         .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)));
-    let write_set: Vec<PathBuf> = builtin
+    let write_set = builtin
         .chain([workspace.to_path_buf()])
-        .chain(mutable_roots.iter().cloned())
-        .collect();
+        .chain(mutable_roots.iter().cloned());
+    let partition =
+        execguard_seal::Partition::new(write_set).with_exec_dirs(sides.exec_dirs.iter().cloned());
+    let found = execguard_seal::mounts::aliases(&partition, &mounts);
+    if let Some((dir, name)) = found.exec_dirs.first() {
+        bail!("exec_dir_aliased: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; unmount that, or leave the directory out (--no-exec-dir {}), when nothing there needs to run", dir.display(), name.display(), dir.display());
+    }
     let mut exec_dirs = sides.exec_dirs.clone();
-    loop {
-        let partition = execguard_seal::Partition::new(write_set.iter().cloned())
-            .with_exec_dirs(exec_dirs.iter().cloned());
-        let found = execguard_seal::mounts::aliases(&partition, &mounts);
-        if found.exec_dirs.is_empty() {
-            exec_dirs.extend(found.exec_dirs_within(&partition));
-            for (_, name) in found.write_set {
-                if !mutable_roots.contains(&name) {
-                    mutable_roots.push(name);
-                }
-            }
-            return Ok(exec_dirs);
+    exec_dirs.extend(found.exec_dirs_within(&partition));
+    for (same, name) in found.write_set {
+        if let Err(e) = policy_path(&name) {
+            bail!("write_set_aliased: {} is also reachable as {} (another mount of the same file system), a name a policy cannot hold ({e}); unmount it", same.display(), name.display());
         }
-        // Dropping an exec dir puts it on the write side: look again.
-        for (dir, name) in found.exec_dirs {
-            if !sides.discovered.contains(&dir) {
-                bail!("exec_dir_aliased: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; name another directory, or unmount it", dir.display(), name.display());
-            }
-            eprintln!("execguard: notice: {} is also reachable as {} (another mount of the same file system), which the session writes: in this session it is written, never run", dir.display(), name.display());
-            exec_dirs.retain(|d| *d != dir);
+        if !mutable_roots.contains(&name) {
+            mutable_roots.push(name);
         }
     }
+    Ok(exec_dirs)
 }
 
 /// `path` made absolute against the current directory, without resolving symlinks in a file

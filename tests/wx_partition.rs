@@ -1354,3 +1354,100 @@ fn a_second_name_of_home_keeps_its_exec_dirs_read_only() {
         );
     }
 }
+
+/// A discovered exec dir (`~/.local/bin`) shown inside the workspace by a bind mount, here
+/// tucked beneath a tmpfs (`MOVE_MOUNT_BENEATH`: newer in the mount table, lower in the stack):
+/// the session is refused, `exec_dir_aliased`. Dropped from the exec dirs instead, as before,
+/// the session planted a program there that the next session ran. `--no-exec-dir` runs it
+/// without the exec dir. Needs root to make the mounts.
+#[test]
+fn an_exec_dir_bound_into_the_workspace_refuses_the_session() {
+    if !root_can_mount("an exec dir bound into the workspace (making a bind needs root)") {
+        return;
+    }
+    let beneath = compile(&support_dir(), "beneath.c", "beneath", &[]);
+    for who in identities() {
+        let w = World::new(who, "alias-into-ws");
+        let (tools_dir, cover) = (w.ws.join("tools"), w.owned.join("cover"));
+        for d in [&tools_dir, &cover] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        who.own(&w.ws);
+        let script = format!(
+            "cp {argv} {tools}/planted 2>/dev/null && echo PLANTED; echo RAN",
+            argv = s(&tools().argv),
+            tools = s(&tools_dir),
+        );
+        let setup = format!(
+            "mount -t tmpfs cover {cover} && mount --bind {bin} {tools} && {beneath} {cover} {tools}",
+            cover = s(&cover),
+            bin = s(&w.local_bin),
+            tools = s(&tools_dir),
+            beneath = s(&beneath),
+        );
+        let out = w.session_after(&setup, "", &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("RAN"), "[{label}] {stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "exec_dir_aliased: the exec dir {} is also reachable as {}",
+                s(&w.local_bin),
+                s(&tools_dir)
+            )),
+            "[{label}] {stderr}"
+        );
+        assert!(!w.local_bin.join("planted").exists(), "[{label}]");
+        // Without the exec dir the session runs (and it is the user's to say).
+        let without = format!("--no-exec-dir={}", s(&w.local_bin));
+        let out = w.session_after(&setup, &without, &script);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(stdout.contains("RAN"), "[{label}] {stdout}\n{stderr}");
+    }
+}
+
+/// Second names through a mount beneath the workspace (a directory outside bound into it) and
+/// of a root that is its file system's own root (`/dev` bound into a chroot, with the tmpfs
+/// of `/dev/shm`). Before, the first ran what the session wrote (only the root's own file
+/// system was asked), and the second refused every session with an invalid policy (a name
+/// with a trailing `/`). Needs root to make the binds.
+#[test]
+fn mounts_beneath_a_root_and_whole_file_systems_have_second_names_too() {
+    if !root_can_mount("second names of inner mounts (making a bind needs root)") {
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "alias-inner");
+        let (cache, chroot_dev) = (w.ws.join("cache"), w.world.join("chroot/dev"));
+        for d in [&cache, &chroot_dev] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        who.own(&w.ws);
+        let (x, outside_x) = (cache.join("x"), w.owned.join("x"));
+        let shm = chroot_dev.join("shm/eg-alias");
+        let script = format!(
+            "cp {argv} {x} && chmod +x {x} && {outside_x} a b c; \
+             cp {argv} /dev/shm/eg-alias && chmod +x /dev/shm/eg-alias && {shm} a b c; echo RAN",
+            argv = s(&tools().argv),
+            x = s(&x),
+            outside_x = s(&outside_x),
+            shm = s(&shm),
+        );
+        let setup = format!(
+            "mount --bind {owned} {cache} && mount --rbind /dev {chroot_dev}",
+            owned = s(&w.owned),
+            cache = s(&cache),
+            chroot_dev = s(&chroot_dev),
+        );
+        let out = w.session_after(&setup, "", &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        let _ = std::fs::remove_file("/dev/shm/eg-alias");
+        assert!(stdout.contains("RAN"), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("ARGV 4"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("denied mutable_native: {}", s(&outside_x)))
+                && stderr.contains(&format!("denied mutable_native: {}", s(&shm))),
+            "[{label}] {stderr}"
+        );
+    }
+}

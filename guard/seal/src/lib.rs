@@ -155,7 +155,7 @@ impl std::fmt::Display for SealError {
             ),
             SealError::ExecDirAliased { dir, name } => write!(
                 f,
-                "{code}: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; drop the exec dir (--no-exec-dir), or unmount it",
+                "{code}: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; unmount that, or leave the exec dir out of the policy",
                 dir.display(),
                 name.display()
             ),

@@ -44,6 +44,9 @@ pub struct Namespace {
 /// One line of `/proc/self/mountinfo`.
 #[derive(Clone, Debug)]
 pub struct Mount {
+    /// The mount's id, and the id of the mount it is mounted on (the one its point lies on).
+    pub id: u32,
+    pub parent: u32,
     /// The file system's device (`major:minor`): mounts of one file system share it.
     pub dev: String,
     /// The directory of that file system this mount shows (`/` for a whole one; a bind shows
@@ -61,7 +64,8 @@ impl Mount {
     }
 }
 
-/// The mounts of this process, in mount order (later ones shadow earlier ones); none when
+/// The mounts of this process (in id order, which is not always the order they stack in:
+/// [`mount_of`]); none when
 /// `/proc/self/mountinfo` cannot be read (a report then lists no mounts, and the seal's binds
 /// fail instead: [`mounts_now`]).
 pub fn mountinfo() -> Vec<Mount> {
@@ -94,13 +98,17 @@ fn parse_mount(line: &[u8]) -> Option<Mount> {
     let sep = line.windows(3).position(|w| w == b" - ")?;
     let (left, right) = (&line[..sep], &line[sep + 3..]);
     let mut f = left.split(|&b| b == b' ');
-    let dev = f.nth(2)?;
+    let mut number = || std::str::from_utf8(f.next()?).ok()?.parse::<u32>().ok();
+    let (id, parent) = (number()?, number()?);
+    let dev = f.next()?;
     let root = f.next()?;
     let point = f.next()?;
     let options = f.next()?;
     let fstype = right.split(|&b| b == b' ').next()?;
     let path = |b: &[u8]| PathBuf::from(std::ffi::OsString::from_vec(unescape(b)));
     Some(Mount {
+        id,
+        parent,
         dev: String::from_utf8_lossy(dev).into_owned(),
         root: path(root),
         point: path(point),
@@ -132,20 +140,86 @@ fn unescape(s: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The mount `path` lies on (the deepest one that covers it; of several on one point, the
-/// last, which shadows the others).
+/// The mount `path` lies on: the one the kernel's lookup reaches ([`Lookup`]).
 pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
-    mounts
-        .iter()
-        .filter(|m| beneath(path, &m.point))
-        .max_by_key(|m| m.point.as_os_str().len())
+    Lookup::new(mounts).mount_of(path)
 }
 
-/// Where `path` lies in its file system: the mount's device, and the path from that file
-/// system's root.
-fn place<'m>(mounts: &'m [Mount], path: &Path) -> Option<(&'m str, PathBuf)> {
-    let m = mount_of(mounts, path)?;
-    Some((&m.dev, rebase(path, &m.point, &m.root)?))
+/// Finds the mount a path reaches as the kernel's lookup does: from the root mount, down each
+/// component, into a mount whose parent is the current one and whose point is that
+/// component, and up each stack on it. Neither the order of the table nor the depth of a
+/// point decides: a mount tucked beneath another (`MOVE_MOUNT_BENEATH`) is newer but lower,
+/// and a mount on a directory above covers every mount made below it before.
+struct Lookup<'m> {
+    mounts: &'m [Mount],
+    /// (parent id, point) -> the mount there.
+    children: std::collections::HashMap<(u32, &'m Path), &'m Mount>,
+    root: Option<&'m Mount>,
+}
+
+impl<'m> Lookup<'m> {
+    fn new(mounts: &'m [Mount]) -> Self {
+        let children = mounts
+            .iter()
+            .filter(|m| m.id != m.parent)
+            .map(|m| ((m.parent, m.point.as_path()), m))
+            .collect();
+        let ids: std::collections::HashSet<u32> = mounts.iter().map(|m| m.id).collect();
+        // The bottom of the stack on /: its parent is not in this table (it lies outside this
+        // process's root).
+        let root = mounts
+            .iter()
+            .find(|m| m.point == Path::new("/") && (!ids.contains(&m.parent) || m.id == m.parent));
+        Lookup {
+            mounts,
+            children,
+            root,
+        }
+    }
+
+    /// The top of the stack that starts with `m`, at its point `at`.
+    fn top(&self, mut m: &'m Mount, at: &Path) -> &'m Mount {
+        while let Some(next) = self.children.get(&(m.id, at)) {
+            m = next;
+        }
+        m
+    }
+
+    fn mount_of(&self, path: &Path) -> Option<&'m Mount> {
+        let Some(root) = self.root else {
+            // No root in the table: the deepest point that covers the path.
+            return self
+                .mounts
+                .iter()
+                .filter(|m| beneath(path, &m.point))
+                .max_by_key(|m| m.point.as_os_str().len());
+        };
+        let mut m = self.top(root, Path::new("/"));
+        let bytes = path.as_os_str().as_bytes();
+        for (i, _) in bytes.iter().enumerate().skip(1).filter(|(_, &c)| c == b'/') {
+            m = self.top_below(m, &bytes[..i]);
+        }
+        if bytes.len() > 1 {
+            m = self.top_below(m, bytes);
+        }
+        Some(m)
+    }
+
+    /// The mount reached at `prefix` from `m`: a mount on it, and up its stack.
+    fn top_below(&self, m: &'m Mount, prefix: &[u8]) -> &'m Mount {
+        let at = Path::new(std::ffi::OsStr::from_bytes(prefix));
+        match self.children.get(&(m.id, at)) {
+            Some(child) => self.top(child, at),
+            None => m,
+        }
+    }
+
+    /// Where `path` lies in its file system: the mount's device, and the path from that file
+    /// system's root.
+    fn place(&self, path: &Path) -> Option<(&'m str, PathBuf)> {
+        let m = self.mount_of(path)?;
+        Some((&m.dev, rebase(path, &m.point, &m.root)?))
+    }
 }
 
 /// `path`, which lies beneath `from`, moved to the same place beneath `to`.
@@ -159,10 +233,10 @@ fn rebase(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
         to.as_os_str(),
     );
     // Empty or starting with `/`.
-    let rest = if from == "/" {
-        path
-    } else {
-        &path[from.len()..]
+    let rest = match (from == "/", path) {
+        (true, b"/") => &[][..],
+        (true, _) => path,
+        (false, _) => &path[from.len()..],
     };
     let mut out = if to == "/" && !rest.is_empty() {
         Vec::new()
@@ -176,14 +250,18 @@ fn rebase(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
 /// The other names of what lies at `path`: where another mount of the same file system (a
 /// bind mount, a btrfs top-level mount) shows it, or a part of it, that the path alone does
 /// not tell. Each is `(name, the same directory by its name beneath path)`. Only names that
-/// reach it now (not covered by a later mount) count; a mount of something onto itself (a
+/// reach it now (not covered by another mount) count; a mount of something onto itself (a
 /// nested session's binds) gives no other name.
 pub fn other_names(mounts: &[Mount], path: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let Some((dev, here)) = place(mounts, path) else {
+    names_in(&Lookup::new(mounts), path)
+}
+
+fn names_in(lookup: &Lookup<'_>, path: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let Some((dev, here)) = lookup.place(path) else {
         return Vec::new();
     };
     let mut names: Vec<(PathBuf, PathBuf)> = Vec::new();
-    for m in mounts.iter().filter(|m| m.dev == dev) {
+    for m in lookup.mounts.iter().filter(|m| m.dev == dev) {
         // All of it (it lies in what `m` shows), or the part of it `m` shows.
         let (name, shown) = match rebase(&here, &m.root, &m.point) {
             Some(name) => (name, here.clone()),
@@ -195,7 +273,9 @@ pub fn other_names(mounts: &[Mount], path: &Path) -> Vec<(PathBuf, PathBuf)> {
         };
         if by_path != name
             && !names.iter().any(|(n, _)| *n == name)
-            && place(mounts, &name).is_some_and(|(d, p)| d == dev && p == shown)
+            && lookup
+                .place(&name)
+                .is_some_and(|(d, p)| d == dev && p == shown)
         {
             names.push((name, by_path));
         }
@@ -220,50 +300,7 @@ impl Aliases {
     pub fn is_empty(&self) -> bool {
         self.write_set.is_empty() && self.exec_dirs.is_empty()
     }
-}
 
-/// The [`Aliases`] of `partition` in this mount table.
-pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
-    let in_exec_dir = |p: &Path| partition.exec_dirs.iter().find(|e| beneath(p, e));
-    let mut out = Aliases::default();
-    let mut exec_dir = |dir: &PathBuf, name: PathBuf| {
-        if !out.exec_dirs.iter().any(|(d, _)| d == dir) {
-            out.exec_dirs.push((dir.clone(), name));
-        }
-    };
-    for dir in &partition.exec_dirs {
-        for (name, _) in other_names(mounts, dir) {
-            if partition.in_write_set(&name) && in_exec_dir(&name).is_none() {
-                exec_dir(dir, name);
-            }
-        }
-    }
-    let mut write_set = Vec::new();
-    // Only a root that can hold files needs its other names in the write set: /dev's holds
-    // devices, which the session may write but not make (and a root granted all of /dev
-    // could write a disk); a device root (`/dev/null`, which Docker also binds over masked
-    // `/proc` files) holds no file.
-    let holds_files = |r: &Path| {
-        r != Path::new("/dev") && std::fs::metadata(r).map_or(true, |m| m.is_dir() || m.is_file())
-    };
-    for root in partition.write_set.iter().filter(|r| holds_files(r)) {
-        for (name, same) in other_names(mounts, root) {
-            if in_exec_dir(&same).is_some() {
-                continue; // an exec dir's content: its own names are judged above
-            }
-            if let Some(dir) = in_exec_dir(&name) {
-                // Write-set content shown inside an exec dir.
-                exec_dir(dir, same);
-            } else if !partition.in_write_set(&name) {
-                write_set.push((same, name));
-            }
-        }
-    }
-    out.write_set = write_set;
-    out
-}
-
-impl Aliases {
     /// The exec dirs inside the write set's other names, by those names: a root that joins the
     /// write set by another name keeps its exec dirs on the execute side by that name too
     /// (read-only, and carved out of its write rights), or the session could write their
@@ -279,6 +316,68 @@ impl Aliases {
         }
         out
     }
+}
+
+/// The [`Aliases`] of `partition` in this mount table. Each side is asked for the names of
+/// its roots and of every mount beneath them: a mount inside the workspace can show a
+/// directory that is also reachable elsewhere.
+pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
+    let lookup = Lookup::new(mounts);
+    let in_exec_dir = |p: &Path| partition.exec_dirs.iter().find(|e| beneath(p, e));
+    // `root` and the points of the mounts beneath it.
+    let places = |root: &Path| -> Vec<PathBuf> {
+        let mut out = vec![root.to_path_buf()];
+        for m in mounts.iter().filter(|m| beneath(&m.point, root)) {
+            if !out.contains(&m.point) {
+                out.push(m.point.clone());
+            }
+        }
+        out
+    };
+    let mut out = Aliases::default();
+    let mut exec_dir = |dir: &PathBuf, name: PathBuf| {
+        if !out.exec_dirs.iter().any(|(d, _)| d == dir) {
+            out.exec_dirs.push((dir.clone(), name));
+        }
+    };
+    for dir in &partition.exec_dirs {
+        for place in places(dir) {
+            for (name, _) in names_in(&lookup, &place) {
+                if partition.in_write_set(&name) && in_exec_dir(&name).is_none() {
+                    exec_dir(dir, name);
+                }
+            }
+        }
+    }
+    // Only what can hold files needs its other names in the write set: /dev holds devices,
+    // which the session may write but not make (and a root granted all of /dev could write
+    // a disk); a device (`/dev/null`, which Docker also binds over masked `/proc` files)
+    // holds no file.
+    let holds_files = |p: &Path| {
+        (!beneath(p, Path::new("/dev")) || partition.write_set.iter().any(|r| r == p))
+            && p != Path::new("/dev")
+            && std::fs::metadata(p).map_or(true, |m| m.is_dir() || m.is_file())
+    };
+    let mut write_set: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for root in &partition.write_set {
+        for place in places(root).into_iter().filter(|p| holds_files(p)) {
+            for (name, same) in names_in(&lookup, &place) {
+                if in_exec_dir(&same).is_some() {
+                    continue; // an exec dir's content: its own names are judged above
+                }
+                if let Some(dir) = in_exec_dir(&name) {
+                    // Write-set content shown inside an exec dir.
+                    exec_dir(dir, same);
+                } else if !partition.in_write_set(&name)
+                    && !write_set.iter().any(|(_, n)| *n == name)
+                {
+                    write_set.push((same, name));
+                }
+            }
+        }
+    }
+    out.write_set = write_set;
+    out
 }
 
 /// [`aliases`] in this process's mount table, as the seal's refusal when there are any.
@@ -297,17 +396,22 @@ pub fn refuse_aliases(partition: &Partition) -> Result<(), SealError> {
 /// do not exist are left out (they get no rule at all).
 pub fn report(partition: &Partition) -> Vec<MountReport> {
     let mounts = mountinfo();
+    let lookup = Lookup::new(&mounts);
     let mut out = Vec::new();
     for root in &partition.write_set {
         if !root.exists() {
             continue;
         }
         let mut seen: Vec<&Path> = Vec::new();
-        let covering = mount_of(&mounts, root);
-        let under = mounts.iter().rev().filter(|m| beneath(&m.point, root));
+        let covering = lookup.mount_of(root);
+        // Only the mounts a path reaches: not one beneath another on its point, nor one that
+        // a mount on a directory above covers.
+        let under = mounts.iter().filter(|m| {
+            beneath(&m.point, root) && lookup.mount_of(&m.point).is_some_and(|t| t.id == m.id)
+        });
         for m in covering.into_iter().chain(under) {
             if seen.contains(&m.point.as_path()) {
-                continue; // shadowed by a later mount on the same point
+                continue;
             }
             seen.push(&m.point);
             // A mount beneath an exec dir is on the execute side.
@@ -654,19 +758,19 @@ fn bind_partition(
 mod tests {
     use super::*;
 
-    /// A mount table of `(dev, root, point)` lines.
+    /// A mount table of `(dev, root, point)` lines, mounted in that order: each mount's parent
+    /// is the mount its point reaches when it is made, as the kernel records it.
     fn table(lines: &[(&str, &str, &str)]) -> Vec<Mount> {
-        let text: String = lines
-            .iter()
-            .enumerate()
-            .map(|(i, (dev, root, point))| {
-                format!(
-                    "{} 1 {dev} {root} {point} rw shared:1 - ext4 /dev/x rw\n",
-                    i + 20
-                )
-            })
-            .collect();
-        parse_mountinfo(text.as_bytes())
+        let mut mounts: Vec<Mount> = Vec::new();
+        for (i, (dev, root, point)) in lines.iter().enumerate() {
+            let parent = mount_of(&mounts, Path::new(point)).map_or(1, |m| m.id);
+            let line = format!(
+                "{} {parent} {dev} {root} {point} rw shared:1 - ext4 /dev/x rw",
+                i + 20
+            );
+            mounts.push(parse_mount(line.as_bytes()).unwrap());
+        }
+        mounts
     }
 
     fn host() -> Partition {
@@ -687,13 +791,15 @@ mod tests {
         &'a [(&'a str, &'a str)],
     );
 
+    const CASES: usize = 16;
+
     #[test]
     fn a_second_mount_of_the_write_set_is_an_alias_and_a_bind_onto_itself_is_not() {
         let root = ("8:1", "/", "/");
         let tmp = ("0:30", "/", "/tmp");
         let dev = ("0:6", "/", "/dev");
         // (mounts besides `/` and `/tmp`, write-set aliases, exec-dir aliases)
-        let cases: [Case; 11] = [
+        let cases: [Case; CASES] = [
             // Nothing else mounted.
             (&[], &[], &[]),
             // A nested session's binds: each root, exec dir and parent onto itself.
@@ -743,23 +849,70 @@ mod tests {
                 &[],
                 &[("/home/u/.local/bin", "/home/u/ws/d")],
             ),
-            // An alias covered by a later mount on its point reaches nothing; a bind of a
-            // system directory (outside every side) is no alias.
+            // An alias covered by a later mount on its point reaches nothing; a system
+            // directory bound into the workspace is written there, so its own name joins.
             (
                 &[
                     ("8:1", "/home/u/ws", "/srv/ws"),
                     ("0:40", "/", "/srv/ws"),
                     ("8:1", "/usr/share", "/home/u/ws/share"),
                 ],
+                &[("/home/u/ws/share", "/usr/share")],
+                &[],
+            ),
+            // Covered by a mount on a directory above, made after it.
+            (
+                &[("8:1", "/home/u/ws", "/srv/a/ws"), ("0:41", "/", "/srv/a")],
                 &[],
                 &[],
             ),
+            // A tmpfs in the workspace, bound out.
+            (
+                &[("0:42", "/", "/home/u/ws/c"), ("0:42", "/", "/srv/c")],
+                &[("/home/u/ws/c", "/srv/c")],
+                &[],
+            ),
+            // An outside file bound onto a workspace file.
+            (
+                &[("8:1", "/srv/tool", "/home/u/ws/evil")],
+                &[("/home/u/ws/evil", "/srv/tool")],
+                &[],
+            ),
+            // The exec dir bound into a tmpfs that is mounted in the workspace.
+            (
+                &[
+                    ("0:43", "/", "/home/u/ws/t"),
+                    ("8:1", "/home/u/.local/bin", "/home/u/ws/t/b"),
+                ],
+                &[],
+                &[("/home/u/.local/bin", "/home/u/ws/t/b")],
+            ),
+            // A tmpfs root (its file system's /) shown again: no trailing `/` in the name.
+            (&[("0:30", "/", "/srv/t")], &[("/tmp", "/srv/t")], &[]),
         ];
         for (extra, write_set, exec_dirs) in cases {
             let mounts = table(&[&[root, tmp, dev][..], extra].concat());
             let found = aliases(&host(), &mounts);
-            assert_eq!(found.write_set, pairs(write_set), "{extra:?}");
-            assert_eq!(found.exec_dirs, pairs(exec_dirs), "{extra:?}");
+            let bytes = |v: &[(PathBuf, PathBuf)]| -> Vec<(Vec<u8>, Vec<u8>)> {
+                v.iter()
+                    .map(|(a, b)| {
+                        (
+                            a.as_os_str().as_bytes().to_vec(),
+                            b.as_os_str().as_bytes().to_vec(),
+                        )
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                bytes(&found.write_set),
+                bytes(&pairs(write_set)),
+                "{extra:?}"
+            );
+            assert_eq!(
+                bytes(&found.exec_dirs),
+                bytes(&pairs(exec_dirs)),
+                "{extra:?}"
+            );
         }
     }
 
@@ -799,6 +952,23 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 0, "no mount was checked");
+    }
+
+    /// A mount tucked beneath another (`MOVE_MOUNT_BENEATH`) has the newer id but lies lower:
+    /// the stack's top is found from the parents, not from the table's order.
+    #[test]
+    fn the_top_of_a_stack_comes_from_the_parents() {
+        let text = "20 1 8:1 / / rw - ext4 /dev/x rw
+21 20 0:30 / /tmp rw - tmpfs t rw
+22 20 0:6 / /dev rw - devtmpfs d rw
+23 24 8:1 /home/u/ws /srv/o rw - ext4 /dev/x rw
+24 20 0:44 / /srv/o rw - tmpfs t rw
+";
+        let mounts = parse_mountinfo(text.as_bytes());
+        assert_eq!(mount_of(&mounts, Path::new("/srv/o/x")).unwrap().id, 23);
+        assert_eq!(mount_of(&mounts, Path::new("/srv")).unwrap().id, 20);
+        let found = aliases(&host(), &mounts);
+        assert_eq!(found.write_set, pairs(&[("/home/u/ws", "/srv/o")]));
     }
 
     /// A root that joins the write set by another name keeps its exec dirs by that name.
@@ -845,6 +1015,12 @@ mod tests {
         assert_eq!(r("/a/b", "/", "/x"), Some(PathBuf::from("/x/a/b")));
         assert_eq!(r("/a/b", "/a", "/"), Some(PathBuf::from("/b")));
         assert_eq!(r("/a", "/a", "/"), Some(PathBuf::from("/")));
+        let bytes = |p: Option<PathBuf>| p.map(|p| p.into_os_string().into_vec());
+        assert_eq!(
+            bytes(r("/", "/", "/x")),
+            Some(b"/x".to_vec()),
+            "no trailing /"
+        );
         assert_eq!(r("/ab", "/a", "/x"), None);
     }
 
