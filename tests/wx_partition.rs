@@ -1451,3 +1451,65 @@ fn mounts_beneath_a_root_and_whole_file_systems_have_second_names_too() {
         );
     }
 }
+
+/// An overlay shows its layers under a device of its own: one mounted outside the write set
+/// with its upper layer in the workspace, and one in the workspace whose upper layer lies
+/// outside, are second names all the same. The kernel refuses what the session wrote by
+/// either name (a static caller, which no preload sees, and the loader). Before, both ran it.
+/// Needs root to make the overlays.
+#[test]
+fn an_overlay_is_a_second_name_of_its_layers() {
+    if !root_can_mount("overlays over the workspace (making one needs root)") {
+        return;
+    }
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "alias-overlay");
+        let (lower, over) = (w.world.join("lower"), w.world.join("over"));
+        let (up, work) = (w.ws.join("up"), w.ws.join("work"));
+        let (inner, out_up, out_work) = (w.ws.join("ov"), w.owned.join("up"), w.owned.join("work"));
+        for d in [&lower, &over, &up, &work, &inner, &out_up, &out_work] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        who.own(&w.ws);
+        who.own(&w.owned);
+        let mut script = String::new();
+        for (write, run) in [
+            (up.join("x"), over.join("x")),
+            (inner.join("y"), out_up.join("y")),
+        ] {
+            script.push_str(&format!(
+                "cp {argv} {write} && chmod +x {write}; echo \"$({wx} exec {run} 2>&1 | head -1)\"; \
+                 {wx} loader {run} 2>&1 | head -1;\n",
+                argv = s(&tools().argv),
+                write = s(&write),
+                run = s(&run),
+                wx = s(&wx),
+            ));
+        }
+        let setup = format!(
+            "mount -t overlay o -o lowerdir={lower},upperdir={up},workdir={work} {over} && \
+             mount -t overlay o -o lowerdir={lower},upperdir={out_up},workdir={out_work} {inner}",
+            lower = s(&lower),
+            up = s(&up),
+            work = s(&work),
+            over = s(&over),
+            out_up = s(&out_up),
+            out_work = s(&out_work),
+            inner = s(&inner),
+        );
+        let out = w.session_after(&setup, "", &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
+        assert_eq!(
+            stdout.matches("FAILED execve 13").count(),
+            2,
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert_eq!(
+            stdout.matches("failed to map segment").count(),
+            2,
+            "[{label}] {stdout}\n{stderr}"
+        );
+    }
+}

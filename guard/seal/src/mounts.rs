@@ -56,6 +56,16 @@ pub struct Mount {
     pub fstype: String,
     /// The per-mount options (`rw,nosuid,noexec,...`).
     pub options: String,
+    /// An overlay's layers, from its super options: what it shows is also reachable by
+    /// these names, under a device of its own.
+    pub overlay: Option<Overlay>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overlay {
+    pub lower: Vec<PathBuf>,
+    /// Where writes through the overlay land (with its work directory).
+    pub upper: Vec<PathBuf>,
 }
 
 impl Mount {
@@ -104,8 +114,25 @@ fn parse_mount(line: &[u8]) -> Option<Mount> {
     let root = f.next()?;
     let point = f.next()?;
     let options = f.next()?;
-    let fstype = right.split(|&b| b == b' ').next()?;
+    let mut r = right.split(|&b| b == b' ');
+    let fstype = r.next()?;
+    let super_options = r.nth(1).unwrap_or_default();
     let path = |b: &[u8]| PathBuf::from(std::ffi::OsString::from_vec(unescape(b)));
+    let overlay = (fstype == b"overlay").then(|| {
+        let mut o = Overlay::default();
+        // The kernel escapes `,` (and `\`) in a value as `\ooo`; `:` separates lower layers.
+        for opt in super_options.split(|&b| b == b',') {
+            if let Some(v) = opt.strip_prefix(b"lowerdir=") {
+                o.lower.extend(v.split(|&b| b == b':').map(path));
+            } else if let Some(v) = opt
+                .strip_prefix(b"upperdir=")
+                .or_else(|| opt.strip_prefix(b"workdir="))
+            {
+                o.upper.push(path(v));
+            }
+        }
+        o
+    });
     Some(Mount {
         id,
         parent,
@@ -114,6 +141,7 @@ fn parse_mount(line: &[u8]) -> Option<Mount> {
         point: path(point),
         options: String::from_utf8_lossy(options).into_owned(),
         fstype: String::from_utf8_lossy(fstype).into_owned(),
+        overlay,
     })
 }
 
@@ -376,8 +404,46 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
             }
         }
     }
+    // An overlay shows its layers at its point under a device of its own, and writes through
+    // it land in its upper layer: the point is another name of every layer, and the upper
+    // layer of the point.
+    let write_side = |p: &Path| partition.in_write_set(p) && in_exec_dir(p).is_none();
+    let touches_write_set = |p: &Path| {
+        write_side(p)
+            || partition
+                .write_set
+                .iter()
+                .any(|r| beneath(r, p) && write_side(r))
+    };
+    for m in mounts
+        .iter()
+        .filter(|m| lookup.mount_of(&m.point).is_some_and(|t| t.id == m.id))
+    {
+        let Some(o) = &m.overlay else { continue };
+        let point = &m.point;
+        for layer in o.lower.iter().chain(&o.upper) {
+            if let Some(dir) = in_exec_dir(point).filter(|_| touches_write_set(layer)) {
+                exec_dir(dir, layer.clone()); // write-set content shown inside an exec dir
+            } else if touches_write_set(layer) && !partition.in_write_set(point) {
+                push_new(&mut write_set, (layer.clone(), point.clone()));
+            }
+        }
+        for upper in &o.upper {
+            if let Some(dir) = in_exec_dir(upper).filter(|_| write_side(point)) {
+                exec_dir(dir, point.clone()); // written through the point, into an exec dir
+            } else if write_side(point) && !partition.in_write_set(upper) {
+                push_new(&mut write_set, (point.clone(), upper.clone()));
+            }
+        }
+    }
     out.write_set = write_set;
     out
+}
+
+fn push_new(v: &mut Vec<(PathBuf, PathBuf)>, alias: (PathBuf, PathBuf)) {
+    if !v.iter().any(|(_, n)| *n == alias.1) {
+        v.push(alias);
+    }
 }
 
 /// [`aliases`] in this process's mount table, as the seal's refusal when there are any.
@@ -969,6 +1035,46 @@ mod tests {
         assert_eq!(mount_of(&mounts, Path::new("/srv")).unwrap().id, 20);
         let found = aliases(&host(), &mounts);
         assert_eq!(found.write_set, pairs(&[("/home/u/ws", "/srv/o")]));
+    }
+
+    /// An overlay is another name of its layers (under a device of its own): a point outside
+    /// the write set over a layer in it joins; so does an upper layer outside under a point
+    /// in it; one that shows the write set inside an exec dir is refused.
+    #[test]
+    fn an_overlay_is_a_second_name_of_its_layers() {
+        let base = "20 1 8:1 / / rw - ext4 /dev/x rw
+21 20 0:30 / /tmp rw - tmpfs t rw
+22 20 0:6 / /dev rw - devtmpfs d rw
+";
+        let cases: [(&str, &[(&str, &str)], &[(&str, &str)]); 4] = [
+            (
+                "23 20 0:50 / /srv/ov rw - overlay o rw,lowerdir=/srv/lo:/home/u/ws/lo,upperdir=/srv/up,workdir=/srv/wk",
+                &[("/home/u/ws/lo", "/srv/ov")],
+                &[],
+            ),
+            (
+                "23 20 0:50 / /home/u/ws/ov rw - overlay o rw,lowerdir=/usr,upperdir=/srv/up,workdir=/srv/wk",
+                &[("/home/u/ws/ov", "/srv/up"), ("/home/u/ws/ov", "/srv/wk")],
+                &[],
+            ),
+            (
+                "23 20 0:50 / /home/u/.local/bin/ov rw - overlay o rw,lowerdir=/home/u/ws,upperdir=/srv/up,workdir=/srv/wk",
+                &[],
+                &[("/home/u/.local/bin", "/home/u/ws")],
+            ),
+            // Layers and point all outside the write set (a container's root): nothing.
+            (
+                "23 20 0:50 / /var/lib/c/merged rw - overlay o rw,lowerdir=/var/lib/c/l,upperdir=/var/lib/c/u,workdir=/var/lib/c/w",
+                &[],
+                &[],
+            ),
+        ];
+        for (line, write_set, exec_dirs) in cases {
+            let mounts = parse_mountinfo(format!("{base}{line}\n").as_bytes());
+            let found = aliases(&host(), &mounts);
+            assert_eq!(found.write_set, pairs(write_set), "{line}");
+            assert_eq!(found.exec_dirs, pairs(exec_dirs), "{line}");
+        }
     }
 
     /// A root that joins the write set by another name keeps its exec dirs by that name.
