@@ -143,7 +143,7 @@ fn bind(source: &Path, target_fd: &OwnedFd) -> std::io::Result<()> {
 /// read-only empty replacements made in `scratch` (a root-owned directory). Symlinks are never
 /// followed (a symlinked entry is refused: it cannot be masked safely). Returns what was masked.
 pub fn mask(workspace: &Path, scratch: &Path) -> Result<Vec<&'static str>, String> {
-    let mut masked = Vec::new();
+    let mut targets = Vec::new();
     for (rel, kind) in REPO_CONFIG {
         let fd = match open_beneath(workspace, rel) {
             Ok(Some(fd)) => fd,
@@ -191,10 +191,47 @@ pub fn mask(workspace: &Path, scratch: &Path) -> Result<Vec<&'static str>, Strin
             std::fs::set_permissions(&source, std::fs::Permissions::from_mode(mode))
                 .map_err(|e| format!("{}: {e}", source.display()))?;
         }
+        targets.push((rel, fd, source));
+    }
+    if targets.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The replacements are shown from a read-only mount of `scratch`: a bind keeps the flags of
+    // the mount it copies, so no mask is a writable second name of a file outside the write
+    // set (the seal refuses those: `write_set_aliased`).
+    read_only_onto_itself(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let mut masked = Vec::new();
+    for (rel, fd, source) in targets {
         bind(&source, &fd).map_err(|e| format!("{rel}: {e}"))?;
         masked.push(*rel);
     }
     Ok(masked)
+}
+
+/// Bind-mounts `dir` onto itself and makes that mount read-only.
+fn read_only_onto_itself(dir: &Path) -> std::io::Result<()> {
+    let c = CString::new(dir.as_os_str().as_bytes())?;
+    let kept = execguard_seal::mounts::kept_flags(dir).map_err(std::io::Error::other)?;
+    for flags in [
+        libc::MS_BIND,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept,
+    ] {
+        // SAFETY: `c` is NUL-terminated and lives across the call; fstype and data are NULL,
+        // which mount(2) accepts for a bind and a bind remount.
+        let rc = unsafe {
+            libc::mount(
+                c.as_ptr(),
+                c.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -72,6 +72,10 @@ impl Mount {
     pub fn noexec(&self) -> bool {
         self.options.split(',').any(|o| o == "noexec")
     }
+
+    pub fn read_only(&self) -> bool {
+        self.options.split(',').any(|o| o == "ro")
+    }
 }
 
 /// The mounts of this process (in id order, which is not always the order they stack in:
@@ -362,6 +366,8 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
         }
         out
     };
+    // A name on a read-only mount writes nothing.
+    let writable = |p: &Path| lookup.mount_of(p).is_some_and(|m| !m.read_only());
     let mut out = Aliases::default();
     let mut exec_dir = |dir: &PathBuf, name: PathBuf| {
         if !out.exec_dirs.iter().any(|(d, _)| d == dir) {
@@ -371,7 +377,8 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
     for dir in &partition.exec_dirs {
         for place in places(dir) {
             for (name, _) in names_in(&lookup, &place) {
-                if partition.in_write_set(&name) && in_exec_dir(&name).is_none() {
+                if partition.in_write_set(&name) && in_exec_dir(&name).is_none() && writable(&name)
+                {
                     exec_dir(dir, name);
                 }
             }
@@ -388,7 +395,10 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
     };
     let mut write_set: Vec<(PathBuf, PathBuf)> = Vec::new();
     for root in &partition.write_set {
-        for place in places(root).into_iter().filter(|p| holds_files(p)) {
+        for place in places(root)
+            .into_iter()
+            .filter(|p| holds_files(p) && writable(p))
+        {
             for (name, same) in names_in(&lookup, &place) {
                 if in_exec_dir(&same).is_some() {
                     continue; // an exec dir's content: its own names are judged above
@@ -428,7 +438,7 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
                 push_new(&mut write_set, (layer.clone(), point.clone()));
             }
         }
-        for upper in &o.upper {
+        for upper in o.upper.iter().filter(|_| !m.read_only()) {
             if let Some(dir) = in_exec_dir(upper).filter(|_| write_side(point)) {
                 exec_dir(dir, point.clone()); // written through the point, into an exec dir
             } else if write_side(point) && !partition.in_write_set(upper) {
@@ -829,9 +839,11 @@ mod tests {
     fn table(lines: &[(&str, &str, &str)]) -> Vec<Mount> {
         let mut mounts: Vec<Mount> = Vec::new();
         for (i, (dev, root, point)) in lines.iter().enumerate() {
+            // `"8:1 ro"`: a read-only mount.
+            let (dev, opts) = dev.split_once(' ').unwrap_or((dev, "rw"));
             let parent = mount_of(&mounts, Path::new(point)).map_or(1, |m| m.id);
             let line = format!(
-                "{} {parent} {dev} {root} {point} rw shared:1 - ext4 /dev/x rw",
+                "{} {parent} {dev} {root} {point} {opts} shared:1 - ext4 /dev/x rw",
                 i + 20
             );
             mounts.push(parse_mount(line.as_bytes()).unwrap());
@@ -857,7 +869,7 @@ mod tests {
         &'a [(&'a str, &'a str)],
     );
 
-    const CASES: usize = 16;
+    const CASES: usize = 17;
 
     #[test]
     fn a_second_mount_of_the_write_set_is_an_alias_and_a_bind_onto_itself_is_not() {
@@ -953,6 +965,13 @@ mod tests {
                 &[],
                 &[("/home/u/.local/bin", "/home/u/ws/t/b")],
             ),
+            // A read-only mask of a workspace file (the image's provider configuration):
+            // nothing is written through it.
+            (
+                &[("8:1 ro", "/run/masks/empty.json", "/home/u/ws/.mcp.json")],
+                &[],
+                &[],
+            ),
             // A tmpfs root (its file system's /) shown again: no trailing `/` in the name.
             (&[("0:30", "/", "/srv/t")], &[("/tmp", "/srv/t")], &[]),
         ];
@@ -1046,7 +1065,8 @@ mod tests {
 21 20 0:30 / /tmp rw - tmpfs t rw
 22 20 0:6 / /dev rw - devtmpfs d rw
 ";
-        let cases: [(&str, &[(&str, &str)], &[(&str, &str)]); 4] = [
+        type Line<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [(&'a str, &'a str)]);
+        let cases: [Line; 4] = [
             (
                 "23 20 0:50 / /srv/ov rw - overlay o rw,lowerdir=/srv/lo:/home/u/ws/lo,upperdir=/srv/up,workdir=/srv/wk",
                 &[("/home/u/ws/lo", "/srv/ov")],
