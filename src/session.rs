@@ -102,26 +102,42 @@ fn without_aliases(
     let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
         .iter()
         .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)));
-    let write_set = builtin
+    let mut write_set: Vec<PathBuf> = builtin
         .chain([workspace.to_path_buf()])
-        .chain(mutable_roots.iter().cloned());
-    let partition =
-        execguard_seal::Partition::new(write_set).with_exec_dirs(sides.exec_dirs.iter().cloned());
-    let found = execguard_seal::mounts::aliases(&partition, &mounts);
-    if let Some((dir, name)) = found.exec_dirs.first() {
-        bail!("exec_dir_aliased: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; unmount that, or leave the directory out (--no-exec-dir {}), when nothing there needs to run", dir.display(), name.display(), dir.display());
-    }
+        .chain(mutable_roots.iter().cloned())
+        .collect();
     let mut exec_dirs = sides.exec_dirs.clone();
-    exec_dirs.extend(found.exec_dirs_within(&partition));
-    for (same, name) in found.write_set {
-        if let Err(e) = policy_path(&name) {
-            bail!("write_set_aliased: {} is also reachable as {} (another mount of the same file system), a name a policy cannot hold ({e}); unmount it", same.display(), name.display());
+    // A name that joins can have second names of its own (an overlay over an overlay): until
+    // none is new, a few rounds at most.
+    for _ in 0..8 {
+        let partition = execguard_seal::Partition::new(write_set.iter().cloned())
+            .with_exec_dirs(exec_dirs.iter().cloned());
+        let found = execguard_seal::mounts::aliases(&partition, &mounts);
+        if let Some(why) = found.refused.first() {
+            bail!("write_set_aliased: {why}: a file the session writes might run by another name; unmount it");
         }
-        if !mutable_roots.contains(&name) {
-            mutable_roots.push(name);
+        if let Some((dir, name)) = found.exec_dirs.first() {
+            bail!("exec_dir_aliased: the exec dir {} is also reachable as {} (another mount shows the same files), which the session writes; unmount that, or leave the directory out (--no-exec-dir {}), when nothing there needs to run", dir.display(), name.display(), dir.display());
+        }
+        if found.write_set.is_empty() {
+            return Ok(exec_dirs);
+        }
+        for dir in found.exec_dirs_within(&partition) {
+            if !exec_dirs.contains(&dir) {
+                exec_dirs.push(dir);
+            }
+        }
+        for (same, name) in found.write_set {
+            if let Err(e) = policy_path(&name) {
+                bail!("write_set_aliased: {} is also reachable as {} (another mount of the same file system), a name a policy cannot hold ({e}); unmount it", same.display(), name.display());
+            }
+            if !mutable_roots.contains(&name) {
+                mutable_roots.push(name.clone());
+                write_set.push(name);
+            }
         }
     }
-    Ok(exec_dirs)
+    bail!("write_set_aliased: second names keep leading to more; unmount them")
 }
 
 /// `path` made absolute against the current directory, without resolving symlinks in a file
@@ -240,12 +256,9 @@ pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides>
     Ok(sides)
 }
 
-/// The regular files this process passes on open for writing (descriptors without
-/// close-on-exec): through such a descriptor a session could write a program into a file on
-/// the execute side, then load it by `/proc/self/fd/N`.
-/// A descriptor this process passes on (no close-on-exec), open for writing on a regular
-/// file (judged by the descriptor's own file, whatever its name says).
-struct InheritedWriter {
+/// A descriptor this process passes on (no close-on-exec), with its file (judged by the
+/// descriptor's own file, whatever its name says).
+struct Inherited {
     fd: i32,
     /// What `/proc/self/fd/N` names it: deleted files and memfds have no real path.
     path: PathBuf,
@@ -253,7 +266,15 @@ struct InheritedWriter {
     file: std::fs::Metadata,
 }
 
-fn inherited_writers() -> Vec<InheritedWriter> {
+impl Inherited {
+    /// Open for writing on a regular file: through it a session could write a program into a
+    /// file on the execute side, then load it by `/proc/self/fd/N`.
+    fn writes_a_file(&self) -> bool {
+        self.status_flags & libc::O_ACCMODE != libc::O_RDONLY && self.file.is_file()
+    }
+}
+
+fn inherited() -> Vec<Inherited> {
     let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
         return Vec::new();
     };
@@ -272,18 +293,22 @@ fn inherited_writers() -> Vec<InheritedWriter> {
             if fd_flags < 0 || status_flags < 0 || fd_flags & libc::FD_CLOEXEC != 0 {
                 return None;
             }
-            if status_flags & libc::O_ACCMODE == libc::O_RDONLY {
-                return None;
-            }
-            let file = std::fs::metadata(e.path()).ok().filter(|m| m.is_file())?;
+            let file = std::fs::metadata(e.path()).ok()?;
             let path = std::fs::read_link(e.path()).ok()?;
-            Some(InheritedWriter {
+            Some(Inherited {
                 fd,
                 path,
                 status_flags,
                 file,
             })
         })
+        .collect()
+}
+
+fn inherited_writers() -> Vec<Inherited> {
+    inherited()
+        .into_iter()
+        .filter(Inherited::writes_a_file)
         .collect()
 }
 
@@ -663,48 +688,70 @@ pub fn seal(
             },
         },
     )?;
-    reopen_inherited_files();
+    reopen_inherited()?;
     Ok(enforcement)
 }
 
 /// An inherited descriptor opened before the session's `noexec` binds still refers to the
 /// file through its old mount, where the loader may map it executable (`ld.so
-/// /proc/self/fd/3`). Each inherited file opened for appending is opened again through the
-/// session's mounts and put in its place (same number and access mode), when it is still the
-/// same file. Others are left as they are: a descriptor without `O_APPEND` shares its offset
-/// with the processes outside, and a new open would split it (the guard still refuses to load
-/// such a file, which is in the write set; a static caller could map it: README, known
-/// limits).
-fn reopen_inherited_files() {
+/// /proc/self/fd/3`), and a directory's still leads into the old mounts
+/// (`/proc/self/fd/3/x`). So each is opened again through the session's mounts and put in its
+/// place (same number and flags), when it is still the same file: every directory and
+/// `O_PATH` descriptor (they carry no offset that matters), and every file opened for
+/// appending. Other file descriptors are left as they are: they share their offset with the
+/// processes outside, and a new open would split it (the guard still refuses to load such a
+/// file when it is in the write set; a static caller could map it: README, known limits). A
+/// directory that cannot be reached again refuses the session.
+fn reopen_inherited() -> Result<(), execguard_seal::SealError> {
     use std::os::fd::IntoRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    // Only descriptors opened for appending: any other shares its offset with the processes
-    // outside (`{ a; execguard run b; c; } > log`), which a new open would not.
-    for w in inherited_writers()
-        .into_iter()
-        .filter(|w| w.status_flags & libc::O_APPEND != 0)
-    {
-        let mut open = std::fs::OpenOptions::new();
-        open.append(true)
-            .read(w.status_flags & libc::O_ACCMODE == libc::O_RDWR)
-            .custom_flags(libc::O_NOFOLLOW);
-        let Ok(new) = open.open(&w.path) else {
-            continue;
-        };
-        let same = new
-            .metadata()
-            .is_ok_and(|m| (m.dev(), m.ino()) == (w.file.dev(), w.file.ino()));
-        if !same {
+    for d in inherited() {
+        let o_path = d.status_flags & libc::O_PATH != 0;
+        let appends = d.writes_a_file() && d.status_flags & libc::O_APPEND != 0;
+        let walks = d.file.is_dir() || o_path;
+        if !appends && !walks {
             continue;
         }
+        let mut open = std::fs::OpenOptions::new();
+        if appends {
+            open.append(true)
+                .read(d.status_flags & libc::O_ACCMODE == libc::O_RDWR);
+        } else {
+            open.read(true);
+        }
+        let dir = if d.file.is_dir() {
+            libc::O_DIRECTORY
+        } else {
+            0
+        };
+        open.custom_flags(libc::O_NOFOLLOW | dir | (d.status_flags & libc::O_PATH));
+        let new = open.open(&d.path).ok().filter(|f| {
+            f.metadata()
+                .is_ok_and(|m| (m.dev(), m.ino()) == (d.file.dev(), d.file.ino()))
+        });
+        let Some(new) = new else {
+            if walks {
+                return Err(execguard_seal::SealError::Apply {
+                    step: "open an inherited descriptor again through the session's mounts",
+                    detail: format!(
+                        "descriptor {fd} ({}) no longer leads there; close it before execguard run (e.g. {fd}<&-)",
+                        d.path.display(),
+                        fd = d.fd
+                    ),
+                });
+            }
+            continue;
+        };
         let new = new.into_raw_fd();
-        // SAFETY: `w.fd` and `new` are open descriptors of this single-threaded process; dup2
-        // replaces `w.fd` atomically (an appending descriptor has no offset to carry over).
+        // SAFETY: `d.fd` and `new` are open descriptors of this single-threaded process; dup2
+        // replaces `d.fd` atomically (a directory's or an appending descriptor's offset is
+        // not carried over, and matters to neither).
         unsafe {
-            libc::dup2(new, w.fd);
+            libc::dup2(new, d.fd);
             libc::close(new);
         }
     }
+    Ok(())
 }
 
 /// The session's start record of what it is held to (the one audit schema: tool `run`, entry

@@ -1452,10 +1452,12 @@ fn mounts_beneath_a_root_and_whole_file_systems_have_second_names_too() {
     }
 }
 
-/// An overlay shows its layers under a device of its own: one mounted outside the write set
-/// with its upper layer in the workspace, and one in the workspace whose upper layer lies
-/// outside, are second names all the same. The kernel refuses what the session wrote by
-/// either name (a static caller, which no preload sees, and the loader). Before, both ran it.
+/// An overlay shows its layers under a device of its own. A read-only one outside the write
+/// set over a workspace layer, and one in the workspace whose upper layer lies outside, are
+/// second names all the same: the kernel refuses what the session wrote by either name (a
+/// static caller, which no preload sees, and the loader). A writable one outside over a
+/// workspace layer refuses the session: joined to the write set, its writes into its upper
+/// layer would be the session's. Before, the first two ran the program and the third started.
 /// Needs root to make the overlays.
 #[test]
 fn an_overlay_is_a_second_name_of_its_layers() {
@@ -1466,16 +1468,18 @@ fn an_overlay_is_a_second_name_of_its_layers() {
     for who in identities() {
         let w = World::new(who, "alias-overlay");
         let (lower, over) = (w.world.join("lower"), w.world.join("over"));
-        let (up, work) = (w.ws.join("up"), w.ws.join("work"));
+        let (ws_lower, up, work) = (w.ws.join("lo"), w.ws.join("up"), w.ws.join("work"));
         let (inner, out_up, out_work) = (w.ws.join("ov"), w.owned.join("up"), w.owned.join("work"));
-        for d in [&lower, &over, &up, &work, &inner, &out_up, &out_work] {
+        for d in [
+            &lower, &over, &ws_lower, &up, &work, &inner, &out_up, &out_work,
+        ] {
             std::fs::create_dir_all(d).unwrap();
         }
         who.own(&w.ws);
         who.own(&w.owned);
         let mut script = String::new();
         for (write, run) in [
-            (up.join("x"), over.join("x")),
+            (ws_lower.join("x"), over.join("x")),
             (inner.join("y"), out_up.join("y")),
         ] {
             script.push_str(&format!(
@@ -1488,11 +1492,10 @@ fn an_overlay_is_a_second_name_of_its_layers() {
             ));
         }
         let setup = format!(
-            "mount -t overlay o -o lowerdir={lower},upperdir={up},workdir={work} {over} && \
+            "mount -t overlay o -o ro,lowerdir={ws_lower}:{lower} {over} && \
              mount -t overlay o -o lowerdir={lower},upperdir={out_up},workdir={out_work} {inner}",
+            ws_lower = s(&ws_lower),
             lower = s(&lower),
-            up = s(&up),
-            work = s(&work),
             over = s(&over),
             out_up = s(&out_up),
             out_work = s(&out_work),
@@ -1511,5 +1514,106 @@ fn an_overlay_is_a_second_name_of_its_layers() {
             2,
             "[{label}] {stdout}\n{stderr}"
         );
+        // Writable, outside the write set, over a workspace layer: refused.
+        let setup = format!(
+            "mount -t overlay o -o lowerdir={lower},upperdir={up},workdir={work} {over}",
+            lower = s(&lower),
+            up = s(&up),
+            work = s(&work),
+            over = s(&over),
+        );
+        let out = w.session_after(&setup, "", "echo RAN");
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "write_set_aliased: the overlay at {} shows {}, which the session writes, and is writable",
+                s(&over),
+                s(&up)
+            )),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
+/// A directory descriptor passed into the session (`3<WS`) was opened before its `noexec`
+/// binds and leads into the old mounts: through `/proc/self/fd/3/x` a written file could be
+/// mapped executable (a program that loads code itself; no exec is involved). The session
+/// opens such descriptors again through its own mounts. Before, the map succeeded.
+#[test]
+fn an_inherited_directory_descriptor_leads_into_the_sessions_mounts() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "inherited-dir");
+        let x = w.ws.join("x");
+        let script = format!(
+            "cp {argv} {x}; {wx} map {x}; {wx} map /proc/self/fd/3/x; ls /proc/self/fd/3/ | grep -c x",
+            argv = s(&tools().argv),
+            x = s(&x),
+            wx = s(&wx),
+        );
+        let mut c = Command::new("sh");
+        c.args(["-c", "exec 3<\"$1\"; shift; exec \"$@\"", "sh"])
+            .arg(&w.ws)
+            .arg(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "sh", "-c", &script])
+            .env("HOME", &w.home)
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("MAPPED"), "[{label}] {stdout}\n{stderr}");
+        assert_eq!(
+            stdout.matches("FAILED mmap 1\n").count(),
+            2,
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(stdout.ends_with("1\n"), "[{label}] {stdout}");
+    }
+}
+
+/// A mount made on `/` after the process's root was set is never reached by a lookup from
+/// `/`, so it hides nothing: a bind of the workspace elsewhere is still a second name (a
+/// static caller and the loader are refused by it). Before, the search climbed that stack and
+/// found no second name, and the written program ran by the bind's name (as root; a non-root
+/// session there is refused, its user namespace cannot be made). Needs root to make the mounts.
+#[test]
+fn a_mount_on_root_hides_no_second_name() {
+    if !root_can_mount("a mount on / (making one needs root)") {
+        return;
+    }
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "alias-root-stack");
+        let (x, alias) = (w.ws.join("x"), w.owned.join("x"));
+        let script = format!(
+            "cp {argv} {x} && chmod +x {x}; {wx} exec {alias}; {wx} loader {alias} 2>&1 | head -1; echo DONE",
+            argv = s(&tools().argv),
+            x = s(&x),
+            alias = s(&alias),
+            wx = s(&wx),
+        );
+        let setup = format!(
+            "mount --bind {} {} && mount -t tmpfs top /",
+            s(&w.ws),
+            s(&w.owned)
+        );
+        let out = w.session_after(&setup, "", &script);
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("ARGV"), "[{label}] {stdout}\n{stderr}");
+        if who.is_root() {
+            assert!(stdout.contains("DONE"), "[{label}] {stdout}\n{stderr}");
+            assert!(
+                stdout.contains("FAILED execve 13") && stdout.contains("failed to map segment"),
+                "[{label}] {stdout}\n{stderr}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(2), "[{label}] {stdout}\n{stderr}");
+        }
     }
 }

@@ -6,6 +6,8 @@
  *   wx memfd PATH     memfd_create through syscall() without MFD_NOEXEC_SEAL, PATH copied in,
  *                     then execveat(fd, "", AT_EMPTY_PATH)
  *   wx userns PATH    unshare(CLONE_NEWUSER|CLONE_NEWNS), then execve(PATH)
+ *   wx map PATH       mmap(PROT_EXEC) of PATH, as a program that loads code itself (FFI, a
+ *                     JIT) would: prints "MAPPED" when the kernel allows it
  *   wx syscalls       each refused call, one "NAME ERRNO" line (0: it succeeded)
  *
  * A failed attempt prints "FAILED <step> <errno>"; a successful exec prints what PATH prints. */
@@ -15,6 +17,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -67,6 +70,14 @@ int main(int argc, char **argv) {
         char *args[] = {"memfd", "from-memfd", NULL};
         syscall(SYS_execveat, fd, "", args, env, AT_EMPTY_PATH);
         return failed("execveat", errno);
+    }
+    if (argc == 3 && strcmp(argv[1], "map") == 0) {
+        int fd = open(argv[2], O_RDONLY);
+        if (fd < 0) return failed("open", errno);
+        if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+            return failed("mmap", errno);
+        puts("MAPPED");
+        return 0;
     }
     if (argc == 3 && strcmp(argv[1], "userns") == 0) {
         if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return failed("unshare", errno);

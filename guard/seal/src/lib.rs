@@ -113,6 +113,8 @@ pub enum SealError {
     WriteSetAliased { root: PathBuf, name: PathBuf },
     /// An exec dir is also reachable on the write side, or shows write-set content.
     ExecDirAliased { dir: PathBuf, name: PathBuf },
+    /// A second name that cannot join the write set, or cannot be ruled out.
+    AliasUnresolved { why: String },
 }
 
 impl SealError {
@@ -126,6 +128,7 @@ impl SealError {
             SealError::Noexec { .. } => "noexec_unavailable",
             SealError::WriteSetAliased { .. } => "write_set_aliased",
             SealError::ExecDirAliased { .. } => "exec_dir_aliased",
+            SealError::AliasUnresolved { .. } => "write_set_aliased",
         }
     }
 }
@@ -155,9 +158,13 @@ impl std::fmt::Display for SealError {
             ),
             SealError::ExecDirAliased { dir, name } => write!(
                 f,
-                "{code}: the exec dir {} is also reachable as {} (another mount of the same file system), which the session writes; unmount that, or leave the exec dir out of the policy",
+                "{code}: the exec dir {} is also reachable as {} (another mount shows the same files), which the session writes; unmount that, or leave the exec dir out of the policy",
                 dir.display(),
                 name.display()
+            ),
+            SealError::AliasUnresolved { why } => write!(
+                f,
+                "{code}: {why}: a file the session writes might run by another name; unmount it"
             ),
         }
     }

@@ -129,6 +129,11 @@ fn parse_mount(line: &[u8]) -> Option<Mount> {
             if let Some(v) = opt.strip_prefix(b"lowerdir=") {
                 o.lower.extend(v.split(|&b| b == b':').map(path));
             } else if let Some(v) = opt
+                .strip_prefix(b"lowerdir+=")
+                .or_else(|| opt.strip_prefix(b"datadir+="))
+            {
+                o.lower.push(path(v));
+            } else if let Some(v) = opt
                 .strip_prefix(b"upperdir=")
                 .or_else(|| opt.strip_prefix(b"workdir="))
             {
@@ -218,15 +223,9 @@ impl<'m> Lookup<'m> {
     }
 
     fn mount_of(&self, path: &Path) -> Option<&'m Mount> {
-        let Some(root) = self.root else {
-            // No root in the table: the deepest point that covers the path.
-            return self
-                .mounts
-                .iter()
-                .filter(|m| beneath(path, &m.point))
-                .max_by_key(|m| m.point.as_os_str().len());
-        };
-        let mut m = self.top(root, Path::new("/"));
+        // A lookup starts at this process's root and never goes up a stack on it (a mount
+        // made on / later is not reached by /...).
+        let mut m = self.root?;
         let bytes = path.as_os_str().as_bytes();
         for (i, _) in bytes.iter().enumerate().skip(1).filter(|(_, &c)| c == b'/') {
             m = self.top_below(m, &bytes[..i]);
@@ -326,11 +325,13 @@ pub struct Aliases {
     /// (exec dir, a name on the write side of it or of a part of it): the session could write
     /// its programs there.
     pub exec_dirs: Vec<(PathBuf, PathBuf)>,
+    /// Second names that cannot join the write set, or that cannot be ruled out: why.
+    pub refused: Vec<String>,
 }
 
 impl Aliases {
     pub fn is_empty(&self) -> bool {
-        self.write_set.is_empty() && self.exec_dirs.is_empty()
+        self.write_set.is_empty() && self.exec_dirs.is_empty() && self.refused.is_empty()
     }
 
     /// The exec dirs inside the write set's other names, by those names: a root that joins the
@@ -354,6 +355,16 @@ impl Aliases {
 /// its roots and of every mount beneath them: a mount inside the workspace can show a
 /// directory that is also reachable elsewhere.
 pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
+    aliases_with(partition, mounts, |p| std::fs::canonicalize(p).ok())
+}
+
+/// [`aliases`], with the overlay layers' names resolved by `canonical` (tests give names that
+/// do not exist here).
+fn aliases_with(
+    partition: &Partition,
+    mounts: &[Mount],
+    canonical: impl Fn(&Path) -> Option<PathBuf>,
+) -> Aliases {
     let lookup = Lookup::new(mounts);
     let in_exec_dir = |p: &Path| partition.exec_dirs.iter().find(|e| beneath(p, e));
     // `root` and the points of the mounts beneath it.
@@ -414,35 +425,70 @@ pub fn aliases(partition: &Partition, mounts: &[Mount]) -> Aliases {
             }
         }
     }
+    if lookup.root.is_none() {
+        out.refused.push(
+            "the mount table has no mount on / (a chroot?), so no name can be traced to its mount"
+                .to_string(),
+        );
+    }
     // An overlay shows its layers at its point under a device of its own, and writes through
     // it land in its upper layer: the point is another name of every layer, and the upper
-    // layer of the point.
+    // layer one of the point. The table gives the layers as they were spelled: a name that
+    // does not resolve (relative, gone) could be anything.
     let write_side = |p: &Path| partition.in_write_set(p) && in_exec_dir(p).is_none();
-    let touches_write_set = |p: &Path| {
-        write_side(p)
-            || partition
-                .write_set
-                .iter()
-                .any(|r| beneath(r, p) && write_side(r))
+    let touches_write_set = |p: &Option<PathBuf>| match p {
+        None => true,
+        Some(p) => {
+            write_side(p)
+                || partition
+                    .write_set
+                    .iter()
+                    .any(|r| beneath(r, p) && write_side(r))
+        }
     };
+    let resolve = |p: &PathBuf| p.is_absolute().then(|| canonical(p)).flatten();
     for m in mounts
         .iter()
         .filter(|m| lookup.mount_of(&m.point).is_some_and(|t| t.id == m.id))
     {
         let Some(o) = &m.overlay else { continue };
         let point = &m.point;
-        for layer in o.lower.iter().chain(&o.upper) {
-            if let Some(dir) = in_exec_dir(point).filter(|_| touches_write_set(layer)) {
-                exec_dir(dir, layer.clone()); // write-set content shown inside an exec dir
-            } else if touches_write_set(layer) && !partition.in_write_set(point) {
-                push_new(&mut write_set, (layer.clone(), point.clone()));
+        for (spelled, layer) in o.lower.iter().chain(&o.upper).map(|l| (l, resolve(l))) {
+            if !touches_write_set(&layer) {
+                continue;
+            }
+            if let Some(dir) = in_exec_dir(point) {
+                exec_dir(dir, layer.unwrap_or_else(|| spelled.clone()));
+            } else if partition.in_write_set(point) {
+            } else if m.read_only() {
+                push_new(&mut write_set, (spelled.clone(), point.clone()));
+            } else {
+                // Joined to the write set, the overlay's writes (into its upper layer, outside
+                // it) would be the session's too.
+                out.refused.push(format!(
+                    "the overlay at {} shows {}, which the session writes, and is writable",
+                    point.display(),
+                    spelled.display()
+                ));
             }
         }
-        for upper in o.upper.iter().filter(|_| !m.read_only()) {
-            if let Some(dir) = in_exec_dir(upper).filter(|_| write_side(point)) {
-                exec_dir(dir, point.clone()); // written through the point, into an exec dir
-            } else if write_side(point) && !partition.in_write_set(upper) {
-                push_new(&mut write_set, (point.clone(), upper.clone()));
+        if m.read_only() || !write_side(point) {
+            continue;
+        }
+        for (spelled, upper) in o.upper.iter().map(|u| (u, resolve(u))) {
+            match upper {
+                None => out.refused.push(format!(
+                    "the overlay at {} writes into {}, which does not resolve",
+                    point.display(),
+                    spelled.display()
+                )),
+                Some(u) => match in_exec_dir(&u) {
+                    Some(dir) => exec_dir(dir, point.clone()),
+                    None if !partition.in_write_set(&u) => {
+                        push_new(&mut write_set, (point.clone(), u))
+                    }
+                    None => {}
+                },
             }
         }
     }
@@ -459,6 +505,9 @@ fn push_new(v: &mut Vec<(PathBuf, PathBuf)>, alias: (PathBuf, PathBuf)) {
 /// [`aliases`] in this process's mount table, as the seal's refusal when there are any.
 pub fn refuse_aliases(partition: &Partition) -> Result<(), SealError> {
     let found = aliases(partition, &mounts_now()?);
+    if let Some(why) = found.refused.into_iter().next() {
+        return Err(SealError::AliasUnresolved { why });
+    }
     if let Some((dir, name)) = found.exec_dirs.into_iter().next() {
         return Err(SealError::ExecDirAliased { dir, name });
     }
@@ -1056,45 +1105,86 @@ mod tests {
         assert_eq!(found.write_set, pairs(&[("/home/u/ws", "/srv/o")]));
     }
 
-    /// An overlay is another name of its layers (under a device of its own): a point outside
-    /// the write set over a layer in it joins; so does an upper layer outside under a point
-    /// in it; one that shows the write set inside an exec dir is refused.
+    /// An overlay is another name of its layers (under a device of its own). A read-only point
+    /// outside the write set over a layer in it joins it; a writable one is refused (joined,
+    /// its writes into an upper layer outside would be the session's). An upper layer outside
+    /// under a point in the write set joins; one that shows the write set inside an exec dir is
+    /// refused, as is a layer whose name does not resolve.
     #[test]
     fn an_overlay_is_a_second_name_of_its_layers() {
         let base = "20 1 8:1 / / rw - ext4 /dev/x rw
 21 20 0:30 / /tmp rw - tmpfs t rw
 22 20 0:6 / /dev rw - devtmpfs d rw
 ";
-        type Line<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [(&'a str, &'a str)]);
-        let cases: [Line; 4] = [
+        type Line<'a> = (
+            &'a str,
+            &'a [(&'a str, &'a str)],
+            &'a [(&'a str, &'a str)],
+            bool,
+        );
+        let cases: [Line; 7] = [
             (
-                "23 20 0:50 / /srv/ov rw - overlay o rw,lowerdir=/srv/lo:/home/u/ws/lo,upperdir=/srv/up,workdir=/srv/wk",
+                "23 20 0:50 / /srv/ov ro - overlay o rw,lowerdir=/srv/lo:/home/u/ws/lo",
                 &[("/home/u/ws/lo", "/srv/ov")],
                 &[],
+                false,
+            ),
+            (
+                "23 20 0:50 / /srv/ov rw - overlay o rw,lowerdir=/srv/lo,lowerdir+=/home/u/ws/lo,upperdir=/srv/up,workdir=/srv/wk",
+                &[],
+                &[],
+                true,
             ),
             (
                 "23 20 0:50 / /home/u/ws/ov rw - overlay o rw,lowerdir=/usr,upperdir=/srv/up,workdir=/srv/wk",
                 &[("/home/u/ws/ov", "/srv/up"), ("/home/u/ws/ov", "/srv/wk")],
                 &[],
+                false,
             ),
             (
                 "23 20 0:50 / /home/u/.local/bin/ov rw - overlay o rw,lowerdir=/home/u/ws,upperdir=/srv/up,workdir=/srv/wk",
                 &[],
                 &[("/home/u/.local/bin", "/home/u/ws")],
+                false,
+            ),
+            // An upper layer spelled with `/./` (resolved, here by hand) inside an exec dir.
+            (
+                "23 20 0:50 / /home/u/ws/ov rw - overlay o rw,lowerdir=/usr,upperdir=/home/u/.local/./bin/up,workdir=/home/u/.local/wk",
+                &[],
+                &[("/home/u/.local/bin", "/home/u/ws/ov")],
+                false,
+            ),
+            // A relative layer: nothing tells where it is.
+            (
+                "23 20 0:50 / /srv/ov ro - overlay o rw,lowerdir=lo:/srv/lo",
+                &[("lo", "/srv/ov")],
+                &[],
+                false,
             ),
             // Layers and point all outside the write set (a container's root): nothing.
             (
                 "23 20 0:50 / /var/lib/c/merged rw - overlay o rw,lowerdir=/var/lib/c/l,upperdir=/var/lib/c/u,workdir=/var/lib/c/w",
                 &[],
                 &[],
+                false,
             ),
         ];
-        for (line, write_set, exec_dirs) in cases {
+        let canonical = |p: &Path| Some(PathBuf::from(p.to_str()?.replace("/./", "/")));
+        for (line, write_set, exec_dirs, refused) in cases {
             let mounts = parse_mountinfo(format!("{base}{line}\n").as_bytes());
-            let found = aliases(&host(), &mounts);
+            let found = aliases_with(&host(), &mounts, canonical);
             assert_eq!(found.write_set, pairs(write_set), "{line}");
             assert_eq!(found.exec_dirs, pairs(exec_dirs), "{line}");
+            assert_eq!(
+                !found.refused.is_empty(),
+                refused,
+                "{line}: {:?}",
+                found.refused
+            );
         }
+        // A table with no mount on / (inside a chroot) rules nothing out.
+        let chroot = parse_mountinfo(b"30 29 8:1 /srv/c/proc /proc rw - proc p rw\n");
+        assert!(!aliases(&host(), &chroot).refused.is_empty());
     }
 
     /// A root that joins the write set by another name keeps its exec dirs by that name.
