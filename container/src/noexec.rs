@@ -123,7 +123,12 @@ fn mount_flags(m: &Mount) -> std::io::Result<libc::c_ulong> {
     execguard_seal::mounts::kept_flags(&m.mount_point).map_err(std::io::Error::other)
 }
 
-fn mount_call(source: &Path, target: &Path, flags: libc::c_ulong) -> std::io::Result<()> {
+/// `mount(source, target, NULL, flags, NULL)`.
+pub(crate) fn mount_call(
+    source: &Path,
+    target: &Path,
+    flags: libc::c_ulong,
+) -> std::io::Result<()> {
     let src = CString::new(source.as_os_str().as_bytes())?;
     let dst = CString::new(target.as_os_str().as_bytes())?;
     // SAFETY: both strings are NUL-terminated and live across the call; fstype and data are NULL,

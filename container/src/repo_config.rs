@@ -210,28 +210,13 @@ pub fn mask(workspace: &Path, scratch: &Path) -> Result<Vec<&'static str>, Strin
 
 /// Bind-mounts `dir` onto itself and makes that mount read-only.
 fn read_only_onto_itself(dir: &Path) -> std::io::Result<()> {
-    let c = CString::new(dir.as_os_str().as_bytes())?;
     let kept = execguard_seal::mounts::kept_flags(dir).map_err(std::io::Error::other)?;
-    for flags in [
-        libc::MS_BIND,
+    crate::noexec::mount_call(dir, dir, libc::MS_BIND)?;
+    crate::noexec::mount_call(
+        Path::new("none"),
+        dir,
         libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept,
-    ] {
-        // SAFETY: `c` is NUL-terminated and lives across the call; fstype and data are NULL,
-        // which mount(2) accepts for a bind and a bind remount.
-        let rc = unsafe {
-            libc::mount(
-                c.as_ptr(),
-                c.as_ptr(),
-                std::ptr::null(),
-                flags,
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    )
 }
 
 #[cfg(test)]
