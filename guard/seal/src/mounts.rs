@@ -433,18 +433,18 @@ fn aliases_with(
     }
     // An overlay shows its layers at its point under a device of its own, and writes through
     // it land in its upper layer: the point is another name of every layer, and the upper
-    // layer one of the point. The table gives the layers as they were spelled: a name that
-    // does not resolve (relative, gone) could be anything.
+    // layer one of the point. The table gives the layers as the mounter spelled them, in its
+    // own mount namespace: each is resolved here, and one that does not resolve (a
+    // container's root, whose layers lie on the host; a relative name) is not traced.
     let write_side = |p: &Path| partition.in_write_set(p) && in_exec_dir(p).is_none();
-    let touches_write_set = |p: &Option<PathBuf>| match p {
-        None => true,
-        Some(p) => {
+    let touches_write_set = |p: &Option<PathBuf>| {
+        p.as_ref().is_some_and(|p| {
             write_side(p)
                 || partition
                     .write_set
                     .iter()
                     .any(|r| beneath(r, p) && write_side(r))
-        }
+        })
     };
     let resolve = |p: &PathBuf| p.is_absolute().then(|| canonical(p)).flatten();
     for m in mounts
@@ -475,20 +475,13 @@ fn aliases_with(
         if m.read_only() || !write_side(point) {
             continue;
         }
-        for (spelled, upper) in o.upper.iter().map(|u| (u, resolve(u))) {
-            match upper {
-                None => out.refused.push(format!(
-                    "the overlay at {} writes into {}, which does not resolve",
-                    point.display(),
-                    spelled.display()
-                )),
-                Some(u) => match in_exec_dir(&u) {
-                    Some(dir) => exec_dir(dir, point.clone()),
-                    None if !partition.in_write_set(&u) => {
-                        push_new(&mut write_set, (point.clone(), u))
-                    }
-                    None => {}
-                },
+        for upper in o.upper.iter().filter_map(resolve) {
+            match in_exec_dir(&upper) {
+                Some(dir) => exec_dir(dir, point.clone()),
+                None if !partition.in_write_set(&upper) => {
+                    push_new(&mut write_set, (point.clone(), upper))
+                }
+                None => {}
             }
         }
     }
@@ -1109,7 +1102,7 @@ mod tests {
     /// outside the write set over a layer in it joins it; a writable one is refused (joined,
     /// its writes into an upper layer outside would be the session's). An upper layer outside
     /// under a point in the write set joins; one that shows the write set inside an exec dir is
-    /// refused, as is a layer whose name does not resolve.
+    /// refused. A layer whose name does not resolve here is not traced.
     #[test]
     fn an_overlay_is_a_second_name_of_its_layers() {
         let base = "20 1 8:1 / / rw - ext4 /dev/x rw
@@ -1154,10 +1147,11 @@ mod tests {
                 &[("/home/u/.local/bin", "/home/u/ws/ov")],
                 false,
             ),
-            // A relative layer: nothing tells where it is.
+            // A layer that does not resolve here (relative, or on a container's host): not
+            // traced.
             (
-                "23 20 0:50 / /srv/ov ro - overlay o rw,lowerdir=lo:/srv/lo",
-                &[("lo", "/srv/ov")],
+                "23 20 0:50 / / ro - overlay o rw,lowerdir=lo:/var/lib/docker/overlay2/l/AB",
+                &[],
                 &[],
                 false,
             ),
@@ -1169,7 +1163,11 @@ mod tests {
                 false,
             ),
         ];
-        let canonical = |p: &Path| Some(PathBuf::from(p.to_str()?.replace("/./", "/")));
+        // Resolves `/./`; the host's layer directories do not exist here.
+        let canonical = |p: &Path| {
+            let p = p.to_str()?;
+            (!p.starts_with("/var/lib/docker")).then(|| PathBuf::from(p.replace("/./", "/")))
+        };
         for (line, write_set, exec_dirs, refused) in cases {
             let mounts = parse_mountinfo(format!("{base}{line}\n").as_bytes());
             let found = aliases_with(&host(), &mounts, canonical);
