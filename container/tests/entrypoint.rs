@@ -21,11 +21,13 @@ const CONTROL_FILES: [&str; 4] = [
     "/usr/local/libexec/execguard/execguard-provider",
 ];
 
-/// Mounts the host's /usr read-only, /dev, a fresh /proc and a tmpfs /run, then execs the rest
-/// of the arguments chrooted into $1.
+/// Makes $1 a mount of its own (a container's root is one: a chroot into a plain directory has
+/// no mount on / in its table, and the seal refuses that), mounts the host's /usr read-only,
+/// /dev, a fresh /proc and a tmpfs /run, then execs the rest of the arguments chrooted into $1.
 const ENTER: &str = r#"
 set -e
 R=$1; shift
+mount --bind "$R" "$R"
 for d in bin sbin lib lib32 lib64 libexec share; do
   if [ -d /usr/$d ] && [ ! -L /usr/$d ]; then
     mkdir -p "$R/usr/$d"
