@@ -97,7 +97,12 @@ fn mounts_now() -> Result<Vec<Mount>, SealError> {
 /// Reads this process's mount table. Mount points are bytes: a name that is not UTF-8 (which
 /// the session can give a directory above a mount) must not make the table unreadable.
 pub fn read_mountinfo() -> std::io::Result<Vec<Mount>> {
-    Ok(parse_mountinfo(&std::fs::read("/proc/self/mountinfo")?))
+    use std::io::Read;
+    // /proc gives the file no size, so `fs::read` would start with a 32-byte read and grow
+    // from there: eight system calls for a small table, each making the kernel walk it again.
+    let mut bytes = Vec::with_capacity(64 * 1024);
+    std::fs::File::open("/proc/self/mountinfo")?.read_to_end(&mut bytes)?;
+    Ok(parse_mountinfo(&bytes))
 }
 
 /// Parses `/proc/self/mountinfo` bytes; lines it cannot read are skipped (none in practice).
@@ -398,11 +403,12 @@ fn aliases_with(
     // Only what can hold files needs its other names in the write set: /dev holds devices,
     // which the session may write but not make (and a root granted all of /dev could write
     // a disk); a device (`/dev/null`, which Docker also binds over masked `/proc` files)
-    // holds no file.
+    // holds no file. Only /dev's roots are asked (`/dev/shm` holds files).
     let holds_files = |p: &Path| {
-        (!beneath(p, Path::new("/dev")) || partition.write_set.iter().any(|r| r == p))
-            && p != Path::new("/dev")
-            && std::fs::metadata(p).map_or(true, |m| m.is_dir() || m.is_file())
+        !beneath(p, Path::new("/dev"))
+            || (p != Path::new("/dev")
+                && partition.write_set.iter().any(|r| r == p)
+                && std::fs::metadata(p).map_or(true, |m| m.is_dir() || m.is_file()))
     };
     let mut write_set: Vec<(PathBuf, PathBuf)> = Vec::new();
     for root in &partition.write_set {
