@@ -466,6 +466,7 @@ fn aliases_with(
             if let Some(dir) = in_exec_dir(point) {
                 exec_dir(dir, layer.unwrap_or_else(|| spelled.clone()));
             } else if partition.in_write_set(point) {
+                // The point is the write set's already: noexec, as its layer is.
             } else if m.read_only() {
                 push_new(&mut write_set, (spelled.clone(), point.clone()));
             } else {
