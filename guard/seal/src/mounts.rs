@@ -183,7 +183,8 @@ fn unescape(s: &[u8]) -> Vec<u8> {
 }
 
 /// The mount `path` lies on: the one the kernel's lookup reaches ([`Lookup`]).
-pub fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
+#[cfg(test)]
+fn mount_of<'m>(mounts: &'m [Mount], path: &Path) -> Option<&'m Mount> {
     Lookup::new(mounts).mount_of(path)
 }
 
@@ -288,10 +289,6 @@ fn rebase(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
 /// not tell. Each is `(name, the same directory by its name beneath path)`. Only names that
 /// reach it now (not covered by another mount) count; a mount of something onto itself (a
 /// nested session's binds) gives no other name.
-pub fn other_names(mounts: &[Mount], path: &Path) -> Vec<(PathBuf, PathBuf)> {
-    names_in(&Lookup::new(mounts), path)
-}
-
 fn names_in(lookup: &Lookup<'_>, path: &Path) -> Vec<(PathBuf, PathBuf)> {
     let Some((dev, here)) = lookup.place(path) else {
         return Vec::new();
@@ -319,7 +316,7 @@ fn names_in(lookup: &Lookup<'_>, path: &Path) -> Vec<(PathBuf, PathBuf)> {
     names
 }
 
-/// The names by which one side of a partition is reachable from the other ([`other_names`]):
+/// The names by which one side of a partition is reachable from the other ([`names_in`]):
 /// Landlock and the guard judge a file by the name it is reached by, and a mount is `noexec`
 /// or read-only whatever it shows.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
