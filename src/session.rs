@@ -113,11 +113,8 @@ fn without_aliases(
         let partition = execguard_seal::Partition::new(write_set.iter().cloned())
             .with_exec_dirs(exec_dirs.iter().cloned());
         let found = execguard_seal::mounts::aliases(&partition, &mounts);
-        if let Some(why) = found.refused.first() {
-            bail!("write_set_aliased: {why}: a file the session writes might run by another name; unmount it");
-        }
-        if let Some((dir, name)) = found.exec_dirs.first() {
-            bail!("exec_dir_aliased: the exec dir {} is also reachable as {} (another mount shows the same files), which the session writes; unmount that, or leave the directory out (--no-exec-dir {}), when nothing there needs to run", dir.display(), name.display(), dir.display());
+        if let Some(e) = found.unjoinable() {
+            bail!("{e}");
         }
         if found.write_set.is_empty() {
             return Ok(exec_dirs);

@@ -152,13 +152,13 @@ impl std::fmt::Display for SealError {
             SealError::Noexec { detail } => write!(f, "{code}: {detail}"),
             SealError::WriteSetAliased { root, name } => write!(
                 f,
-                "{code}: {} is also reachable as {} (another mount of the same file system), where what the session writes would run; add that name to mutable_roots, or unmount it",
+                "{code}: {} is also reachable as {} (another mount shows the same files), where what the session writes would run; add that name to mutable_roots, or unmount it",
                 root.display(),
                 name.display()
             ),
             SealError::ExecDirAliased { dir, name } => write!(
                 f,
-                "{code}: the exec dir {} is also reachable as {} (another mount shows the same files), which the session writes; unmount that, or leave the exec dir out of the policy",
+                "{code}: the exec dir {} is also reachable as {} (another mount shows the same files), which the session writes; unmount that, or leave the exec dir out (execguard run: --no-exec-dir), when nothing there needs to run",
                 dir.display(),
                 name.display()
             ),

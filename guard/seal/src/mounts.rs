@@ -336,6 +336,21 @@ impl Aliases {
         self.write_set.is_empty() && self.exec_dirs.is_empty() && self.refused.is_empty()
     }
 
+    /// The refusal for what no write set can take in: a second name that cannot join it or
+    /// cannot be ruled out, then an exec dir reachable from the write side. (The write set's
+    /// other names can join: the CLI adds them, the seal refuses a policy without them.)
+    pub fn unjoinable(&self) -> Option<SealError> {
+        if let Some(why) = self.refused.first() {
+            return Some(SealError::AliasUnresolved { why: why.clone() });
+        }
+        self.exec_dirs
+            .first()
+            .map(|(dir, name)| SealError::ExecDirAliased {
+                dir: dir.clone(),
+                name: name.clone(),
+            })
+    }
+
     /// The exec dirs inside the write set's other names, by those names: a root that joins the
     /// write set by another name keeps its exec dirs on the execute side by that name too
     /// (read-only, and carved out of its write rights), or the session could write their
@@ -502,11 +517,8 @@ fn push_new(v: &mut Vec<(PathBuf, PathBuf)>, alias: (PathBuf, PathBuf)) {
 /// [`aliases`] in this process's mount table, as the seal's refusal when there are any.
 pub fn refuse_aliases(partition: &Partition) -> Result<(), SealError> {
     let found = aliases(partition, &mounts_now()?);
-    if let Some(why) = found.refused.into_iter().next() {
-        return Err(SealError::AliasUnresolved { why });
-    }
-    if let Some((dir, name)) = found.exec_dirs.into_iter().next() {
-        return Err(SealError::ExecDirAliased { dir, name });
+    if let Some(e) = found.unjoinable() {
+        return Err(e);
     }
     if let Some((root, name)) = found.write_set.into_iter().next() {
         return Err(SealError::WriteSetAliased { root, name });
