@@ -423,7 +423,7 @@ fn remove_stale(base: &Path) {
 
 /// The shim for `plan` under [`shim_base`]: named after what it holds (the wrappers, the real
 /// exec-path and that directory's own change time), reused when it is still exactly what it
-/// would be built as (checked entry by entry: every session can write there), otherwise built
+/// would be built as ([`shim_is_current`]: every session can write there), otherwise built
 /// beside it and renamed into place. Making its ~170 symlinks was most of a session's start.
 pub fn create_shim(plan: &ShimPlan) -> Result<Shim> {
     let base = shim_base()?;
@@ -470,26 +470,68 @@ fn shim_paths(dir: &Path, plan: &ShimPlan) -> Shim {
     }
 }
 
-/// Is `dir` exactly the shim [`create_shim_in`] would build for `plan`?
+/// The record, in a shim, of the last full check of its `git-core`: that directory's device,
+/// inode and change time.
+const CHECKED: &str = "checked";
+
+/// Is `dir` exactly the shim [`create_shim_in`] would build for `plan`? `bin/` is read link by
+/// link: its names come first on the session's `PATH`. `git-core/` (~170 links) is read link by
+/// link only when it is not the directory the last full check recorded ([`CHECKED`]): adding,
+/// removing or replacing an entry gives a directory a new change time, and only a directory
+/// unchanged for a second is recorded, so a change after a check never carries the recorded
+/// time. The record lies where every session can write: a forged one can keep a spoiled
+/// `git-core` in use, and no more, since the wrapper checks every entry of it again whenever
+/// git starts (`validate_shim`) and refuses a link that leads anywhere but the wrapper or
+/// git's own files.
 fn shim_is_current(dir: &Path, plan: &ShimPlan) -> bool {
     let bin = dir.join("bin");
-    let entries = std::fs::read_dir(&bin)
-        .map(|d| d.count())
-        .unwrap_or(usize::MAX);
-    entries == plan.wrappers.len()
+    let bin_exact = std::fs::read_dir(&bin).is_ok_and(|d| d.count() == plan.wrappers.len())
         && plan.wrappers.iter().all(|(tool, wrapper)| {
             std::fs::read_link(bin.join(tool.name)).ok().as_deref() == Some(wrapper.as_path())
-                && (*tool != GIT
-                    || plan.git_exec_path.as_deref().is_some_and(|real| {
-                        execguard_wrappers::git_exec_path_shim_is_current(
-                            &dir.join("git-core"),
-                            real,
-                            wrapper,
-                        )
-                    }))
-        })
-        && std::fs::read_dir(dir).map(|d| d.count()).ok()
-            == Some(1 + usize::from(plan.git_exec_path.is_some()))
+        });
+    let Ok(names) = std::fs::read_dir(dir).map(|d| {
+        d.flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<OsString>>()
+    }) else {
+        return false;
+    };
+    let Some(real) = plan.git_exec_path.as_deref() else {
+        return bin_exact && names == ["bin"];
+    };
+    let Some((_, wrapper)) = plan.wrappers.iter().find(|(tool, _)| *tool == GIT) else {
+        return false;
+    };
+    let expected = |n: &OsString| n == "bin" || n == "git-core" || n == CHECKED;
+    if !bin_exact || names.len() < 2 || !names.iter().all(expected) {
+        return false;
+    }
+    let git_core = dir.join("git-core");
+    let Ok(meta) = std::fs::symlink_metadata(&git_core) else {
+        return false;
+    };
+    let identity = format!(
+        "{}:{}:{}.{}\n",
+        meta.dev(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    let record = dir.join(CHECKED);
+    if std::fs::read_to_string(&record).is_ok_and(|r| r == identity) {
+        return meta.is_dir();
+    }
+    if !execguard_wrappers::git_exec_path_shim_is_current(&git_core, real, wrapper) {
+        return false;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if u64::try_from(meta.ctime()).is_ok_and(|changed| changed + 1 < now) {
+        // Best effort: without the record the next session checks link by link again.
+        let _ = std::fs::write(&record, identity);
+    }
+    true
 }
 
 /// Creates a shim in `dir` (replaced if it exists).
@@ -750,6 +792,60 @@ mod tests {
         assert!(shim_is_current(&shim, &plan));
         std::fs::remove_file(shim.join("bin/git")).unwrap();
         assert!(!shim_is_current(&shim, &plan), "a missing wrapper link");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The record of a full check spares the next one only while `git-core` is the directory
+    /// it names, unchanged; it is never written for a directory changed a moment ago, and never
+    /// spares the check of `bin/`.
+    #[test]
+    fn a_shim_check_is_spared_only_for_the_recorded_directory() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tmp("shim-record");
+        let real = d.join("real/git-core");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(d.join("wrapper"), b"w").unwrap();
+        std::fs::write(real.join("git"), b"g").unwrap();
+        std::fs::write(real.join("git-sh-setup"), b"s").unwrap();
+        let plan = ShimPlan {
+            wrappers: vec![(GIT, d.join("wrapper"))],
+            git_exec_path: Some(real.clone()),
+        };
+        let shim = d.join("shim");
+        create_shim_in(&shim, &plan).unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        assert!(
+            !shim.join(CHECKED).exists(),
+            "a directory changed just now is not recorded"
+        );
+        // What a check a second later records.
+        let identity = |p: &Path| {
+            let m = std::fs::symlink_metadata(p).unwrap();
+            format!("{}:{}:{}.{}\n", m.dev(), m.ino(), m.ctime(), m.ctime_nsec())
+        };
+        std::fs::write(shim.join(CHECKED), identity(&shim.join("git-core"))).unwrap();
+        // Spared: a helper new in the real exec-path is not looked for (a change there gives the
+        // shim another name, `plan_key`)...
+        std::fs::write(real.join("git-new-helper"), b"n").unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        std::fs::remove_file(shim.join(CHECKED)).unwrap();
+        assert!(!shim_is_current(&shim, &plan), "without the record it is");
+        std::fs::remove_file(real.join("git-new-helper")).unwrap();
+        std::fs::write(shim.join(CHECKED), identity(&shim.join("git-core"))).unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        // ...but any change to the directory is, as it changes its change time.
+        std::fs::remove_file(shim.join("git-core/git-sh-setup")).unwrap();
+        std::os::unix::fs::symlink(d.join("wrapper"), shim.join("git-core/git-sh-setup")).unwrap();
+        assert!(!shim_is_current(&shim, &plan), "a link pointed elsewhere");
+        create_shim_in(&shim, &plan).unwrap();
+        std::fs::write(shim.join(CHECKED), identity(&shim.join("git-core"))).unwrap();
+        assert!(shim_is_current(&shim, &plan));
+        std::fs::remove_file(shim.join("bin/git")).unwrap();
+        std::os::unix::fs::symlink(real.join("git"), shim.join("bin/git")).unwrap();
+        assert!(!shim_is_current(&shim, &plan), "bin/ is read link by link");
+        create_shim_in(&shim, &plan).unwrap();
+        std::fs::write(shim.join("stray"), b"x").unwrap();
+        assert!(!shim_is_current(&shim, &plan), "an unknown entry");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
