@@ -851,8 +851,9 @@ fn bind_partition(
     // is its own), including the ones made above for a nested exec dir's parents. They stay
     // noexec, like every mount under the write set: one may be a bind of a directory the
     // session writes through another name.
+    // The table read above still holds: remounts change flags, not mount points.
     let mut inner_exec_mounts: Vec<PathBuf> = Vec::new();
-    for point in mounts_now()?.into_iter().map(|m| m.point) {
+    for point in points {
         // Not a write-set root an exec dir holds (a workspace in it: the CLI refuses that, and
         // the root stays writable here), nor anything under one.
         let held_root = partition
