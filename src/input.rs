@@ -55,10 +55,14 @@ fn kind(t: std::fs::FileType) -> &'static str {
 /// user named it). `O_NONBLOCK` makes opening a FIFO return at once; it changes nothing for
 /// regular files.
 pub fn open_regular(path: &Path) -> Result<File, InputError> {
+    open_regular_with(path, 0)
+}
+
+fn open_regular_with(path: &Path, flags: libc::c_int) -> Result<File, InputError> {
     let shown = || path.display().to_string();
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | flags)
         .open(path)
         .map_err(|e| InputError::Unreadable(shown(), e))?;
     let meta = file
@@ -72,7 +76,16 @@ pub fn open_regular(path: &Path) -> Result<File, InputError> {
 
 /// The whole of a regular file of at most `cap` bytes.
 pub fn read_capped(path: &Path, cap: usize) -> Result<Vec<u8>, InputError> {
-    let file = open_regular(path)?;
+    read_file_capped(open_regular(path)?, path, cap)
+}
+
+/// [`read_capped`] of a record execguard keeps where sessions can write (the shim base): a
+/// symlink there is not followed, so a session cannot make it name a file elsewhere.
+pub fn read_record(path: &Path, cap: usize) -> Result<Vec<u8>, InputError> {
+    read_file_capped(open_regular_with(path, libc::O_NOFOLLOW)?, path, cap)
+}
+
+fn read_file_capped(file: File, path: &Path, cap: usize) -> Result<Vec<u8>, InputError> {
     let mut text = Vec::new();
     file.take(cap as u64 + 1)
         .read_to_end(&mut text)

@@ -175,21 +175,48 @@ fn same_bytes_remembered(
     };
     let line = format!("{} {}\n", key(ma), key(mb));
     let record = shim_base().ok().map(|d| d.join("same-bytes"));
-    if let Some(r) = &record {
-        if std::fs::read_to_string(r).is_ok_and(|t| t.lines().any(|l| format!("{l}\n") == line)) {
-            return true;
-        }
+    let known = record.as_deref().and_then(read_record).unwrap_or_default();
+    if known.lines().any(|l| format!("{l}\n") == line) {
+        return true;
     }
     let same = same_bytes(a, b);
     if let (true, Some(r)) = (same, &record) {
-        use std::io::Write;
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(r)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
+        write_record(r, &(known + &line));
     }
     same
+}
+
+/// The largest record read back: ours are a line or a few.
+const RECORD_MAX: usize = 64 * 1024;
+
+/// A record of ours in the shim base, which every session can write: read only when it is a
+/// small regular file under that name (not a link to a file elsewhere, nor a FIFO that would
+/// keep `execguard run` waiting).
+fn read_record(path: &Path) -> Option<String> {
+    let bytes = crate::input::read_record(path, RECORD_MAX).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// Replaces a record of ours with `text`: written to a new file beside it, then renamed over
+/// it, so a link a session put in its place (to a file of the user's elsewhere) is replaced,
+/// never written through. Best effort: without the record the next session just does the
+/// work again.
+fn write_record(path: &Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{}", std::process::id()));
+    let new = PathBuf::from(name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&new)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if written.is_err() || std::fs::rename(&new, path).is_err() {
+        let _ = std::fs::remove_file(&new);
+    }
 }
 
 /// Do two files hold the same bytes? Compared 64 KiB at a time, so two multi-megabyte
@@ -518,7 +545,7 @@ fn shim_is_current(dir: &Path, plan: &ShimPlan) -> bool {
         meta.ctime_nsec()
     );
     let record = dir.join(CHECKED);
-    if std::fs::read_to_string(&record).is_ok_and(|r| r == identity) {
+    if read_record(&record).is_some_and(|r| r == identity) {
         return meta.is_dir();
     }
     if !execguard_wrappers::git_exec_path_shim_is_current(&git_core, real, wrapper) {
@@ -528,8 +555,7 @@ fn shim_is_current(dir: &Path, plan: &ShimPlan) -> bool {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     if u64::try_from(meta.ctime()).is_ok_and(|changed| changed + 1 < now) {
-        // Best effort: without the record the next session checks link by link again.
-        let _ = std::fs::write(&record, identity);
+        write_record(&record, &identity);
     }
     true
 }
@@ -846,6 +872,39 @@ mod tests {
         create_shim_in(&shim, &plan).unwrap();
         std::fs::write(shim.join("stray"), b"x").unwrap();
         assert!(!shim_is_current(&shim, &plan), "an unknown entry");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Records lie where sessions write: one is read only as a small regular file of that
+    /// name, and written by renaming a new file over it, never through what is there.
+    #[test]
+    fn records_are_neither_followed_nor_waited_on() {
+        let d = tmp("records");
+        let elsewhere = d.join("elsewhere");
+        std::fs::write(&elsewhere, b"the user's file\n").unwrap();
+        let record = d.join("record");
+        std::os::unix::fs::symlink(&elsewhere, &record).unwrap();
+        assert_eq!(read_record(&record), None, "a link is not followed");
+        write_record(&record, "new\n");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"the user's file\n");
+        assert_eq!(read_record(&record).as_deref(), Some("new\n"));
+        std::fs::remove_file(&record).unwrap();
+        std::fs::hard_link(&elsewhere, &record).unwrap();
+        write_record(&record, "new\n");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"the user's file\n");
+        std::fs::remove_file(&record).unwrap();
+        let fifo = std::ffi::CString::new(record.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `fifo` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_record(&record), None, "a FIFO is not waited on");
+        std::fs::remove_file(&record).unwrap();
+        std::fs::write(&record, vec![b'x'; RECORD_MAX + 1]).unwrap();
+        assert_eq!(read_record(&record), None, "an oversized record");
+        assert_eq!(
+            std::fs::read_dir(&d).unwrap().count(),
+            2,
+            "no file left behind"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 

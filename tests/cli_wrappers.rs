@@ -1301,3 +1301,64 @@ fn a_session_ended_by_sigterm_is_quarantined_too() {
         );
     }
 }
+
+/// The shim base lies in the write set: a session can put anything in place of the records
+/// `execguard run` keeps there. The next run neither waits on a FIFO nor writes through a link
+/// into a file of the user's elsewhere.
+#[test]
+fn records_a_session_replaced_in_the_shim_base_neither_hang_nor_write_elsewhere() {
+    use std::os::unix::fs::PermissionsExt;
+    for who in identities() {
+        let s = Session::new(who, "records");
+        let runtime = s.root.join("runtime");
+        s.mkdir(&runtime);
+        fs::set_permissions(&runtime, fs::Permissions::from_mode(0o700)).unwrap();
+        let xdg = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
+        s.ok(&s.repo, &["true"], &xdg);
+        // A file of the user's that no record may reach.
+        let victim = s.root.join("victim");
+        s.write(&victim, "the user's own file\n");
+        let plant = format!(
+            "cd '{}/execguard' && rm -f same-bytes && ln -s '{}' same-bytes && for d in shim-*; do rm -f \"$d/checked\"; mkfifo \"$d/checked\"; done; ls -l",
+            runtime.display(),
+            victim.display()
+        );
+        s.ok(&s.repo, &["sh", "-c", &plant], &xdg);
+        let mut c = Command::new(EXECGUARD);
+        c.args(["run", "--", "git", "--version"])
+            .current_dir(&s.repo)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        s.who.apply(&mut c);
+        c.env("HOME", &s.home)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD");
+        let mut child = c.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "execguard run waited on the planted FIFO as {}",
+                    s.who.label()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_status(&out, 0);
+        assert!(
+            text(&out.stdout).starts_with("git version"),
+            "{}",
+            s.who.label()
+        );
+        assert_eq!(
+            fs::read_to_string(&victim).unwrap(),
+            "the user's own file\n",
+            "a record was written through the planted link, as {}",
+            s.who.label()
+        );
+    }
+}
