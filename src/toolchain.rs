@@ -181,7 +181,7 @@ fn same_bytes_remembered(
     }
     let same = same_bytes(a, b);
     if let (true, Some(r)) = (same, &record) {
-        write_record(r, &(known + &line));
+        write_record(r, &(known + &line), r.parent().unwrap_or(Path::new("/")));
     }
     same
 }
@@ -197,16 +197,15 @@ fn read_record(path: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// Replaces a record of ours with `text`: written to a new file beside it, then renamed over
-/// it, so a link a session put in its place (to a file of the user's elsewhere) is replaced,
-/// never written through. Best effort: without the record the next session just does the
-/// work again.
-fn write_record(path: &Path, text: &str) {
+/// Replaces a record of ours with `text`: written to a new file `record-<pid>` in `scratch`
+/// (the shim base: never inside a shim, where a stray entry would make a session starting
+/// meanwhile rebuild it), then renamed over it, so a link a session put in its place (to a
+/// file of the user's elsewhere) is replaced, never written through. Best effort: without the
+/// record the next session just does the work again.
+fn write_record(path: &Path, text: &str, scratch: &Path) {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{}", std::process::id()));
-    let new = PathBuf::from(name);
+    let new = scratch.join(format!("record-{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -424,8 +423,8 @@ pub fn shim_base() -> Result<PathBuf> {
     Ok(base)
 }
 
-/// Removes half-built shims (`building-<pid>`) whose builder is gone, and the per-session
-/// shims (`session-<pid>`) older versions made.
+/// Removes half-built shims (`building-<pid>`) and half-written records (`record-<pid>`) whose
+/// writer is gone, and the per-session shims (`session-<pid>`) older versions made.
 fn remove_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
@@ -437,13 +436,17 @@ fn remove_stale(base: &Path) {
             .and_then(|n| {
                 n.strip_prefix("building-")
                     .or_else(|| n.strip_prefix("session-"))
+                    .or_else(|| n.strip_prefix("record-"))
             })
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
+            let _ = match e.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
+                _ => std::fs::remove_file(e.path()),
+            };
         }
     }
 }
@@ -555,7 +558,7 @@ fn shim_is_current(dir: &Path, plan: &ShimPlan) -> bool {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     if u64::try_from(meta.ctime()).is_ok_and(|changed| changed + 1 < now) {
-        write_record(&record, &identity);
+        write_record(&record, &identity, dir.parent().unwrap_or(Path::new("/")));
     }
     true
 }
@@ -885,12 +888,12 @@ mod tests {
         let record = d.join("record");
         std::os::unix::fs::symlink(&elsewhere, &record).unwrap();
         assert_eq!(read_record(&record), None, "a link is not followed");
-        write_record(&record, "new\n");
+        write_record(&record, "new\n", &d);
         assert_eq!(std::fs::read(&elsewhere).unwrap(), b"the user's file\n");
         assert_eq!(read_record(&record).as_deref(), Some("new\n"));
         std::fs::remove_file(&record).unwrap();
         std::fs::hard_link(&elsewhere, &record).unwrap();
-        write_record(&record, "new\n");
+        write_record(&record, "new\n", &d);
         assert_eq!(std::fs::read(&elsewhere).unwrap(), b"the user's file\n");
         std::fs::remove_file(&record).unwrap();
         let fifo = std::ffi::CString::new(record.as_os_str().as_encoded_bytes()).unwrap();
