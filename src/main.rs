@@ -1,5 +1,6 @@
 //! `execguard`: run commands under the exec guard, explain its decisions, check a machine.
 
+mod carry;
 mod commands;
 mod exec;
 mod input;

@@ -656,6 +656,7 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
 pub fn seal(
     policy: &Policy,
     allow_exec_mappings: bool,
+    carry: Option<&std::os::fd::OwnedFd>,
 ) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
     // A path that does not exist gets no rule: make the audit log now, so it can be written.
     if let Some(log) = policy.audit_log() {
@@ -685,53 +686,87 @@ pub fn seal(
             },
         },
     )?;
-    reopen_inherited()?;
+    reopen_inherited(policy, carry)?;
     Ok(enforcement)
 }
 
 /// An inherited descriptor opened before the session's `noexec` binds still refers to the
 /// file through its old mount, where the loader may map it executable (`ld.so
-/// /proc/self/fd/3`), and a directory's still leads into the old mounts
-/// (`/proc/self/fd/3/x`). So each is opened again through the session's mounts and put in its
-/// place (same number and flags), when it is still the same file: every directory and
-/// `O_PATH` descriptor (they carry no offset that matters), and every file opened for
-/// appending. Other file descriptors are left as they are: they share their offset with the
-/// processes outside, and a new open would split it (the guard still refuses to load such a
-/// file when it is in the write set; a static caller could map it: README, known limits). A
-/// directory that cannot be reached again refuses the session.
-fn reopen_inherited() -> Result<(), execguard_seal::SealError> {
+/// /proc/self/fd/3`), or a program that maps it itself (FFI `mmap`) after rewriting the file
+/// by its name; a directory's still leads into the old mounts (`/proc/self/fd/3/x`). So each
+/// is opened again through the session's mounts and put in its place (same number, access
+/// and flags), when it is still the same file: every directory and `O_PATH` descriptor and
+/// every file opened for appending (none carries an offset that matters), and, when `carry`
+/// can take the new description to the supervisor ([`crate::carry`]), every other regular
+/// file in the write set, from the offset the old one had. Without `carry` (an unsupervised
+/// session) such a file is left as it is: a new open would split its offset from the
+/// processes outside (README, known limits). A descriptor that cannot be opened again (a
+/// deleted file in the write set) refuses the session.
+fn reopen_inherited(
+    policy: &Policy,
+    carry: Option<&std::os::fd::OwnedFd>,
+) -> Result<(), execguard_seal::SealError> {
     use std::os::fd::IntoRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    for d in inherited() {
+    let all = inherited();
+    // Descriptors that share one description (`>out 2>&1`) go on sharing the new one: each
+    // takes it from the first of them, compared before anything is replaced.
+    let first_sharing: Vec<Option<usize>> = (0..all.len())
+        .map(|i| (0..i).find(|&j| same_description(&all[j], &all[i])))
+        .collect();
+    let mut reopened = vec![false; all.len()];
+    for (i, d) in all.iter().enumerate() {
+        if let Some(first) = first_sharing[i] {
+            if reopened[first] {
+                // SAFETY: both are open descriptors of this single-threaded process; dup2
+                // replaces `d.fd` atomically with the description `all[first].fd` now has.
+                unsafe { libc::dup2(all[first].fd, d.fd) };
+            }
+            continue;
+        }
         let o_path = d.status_flags & libc::O_PATH != 0;
         let appends = d.writes_a_file() && d.status_flags & libc::O_APPEND != 0;
         let walks = d.file.is_dir() || o_path;
-        if !appends && !walks {
+        // A file the session cannot write by any name keeps its description: mapped
+        // executable, it runs what the operator handed over, never what the session wrote.
+        let carried = !appends
+            && !walks
+            && d.file.is_file()
+            && carry.is_some()
+            && policy
+                .mutable_root_of(d.path.as_os_str().as_encoded_bytes())
+                .is_some();
+        if !appends && !walks && !carried {
             continue;
         }
         let mut open = std::fs::OpenOptions::new();
-        if appends {
-            open.append(true)
-                .read(d.status_flags & libc::O_ACCMODE == libc::O_RDWR);
-        } else {
+        let access = d.status_flags & libc::O_ACCMODE;
+        if walks {
             open.read(true);
+        } else {
+            open.read(access != libc::O_WRONLY)
+                .write(access != libc::O_RDONLY)
+                .append(appends);
         }
         let dir = if d.file.is_dir() {
             libc::O_DIRECTORY
         } else {
             0
         };
-        open.custom_flags(libc::O_NOFOLLOW | dir | (d.status_flags & libc::O_PATH));
+        // The flags that change how the file is read and written come along (not O_NOATIME:
+        // only the file's owner may set it).
+        let kept = libc::O_PATH | libc::O_NONBLOCK | libc::O_SYNC | libc::O_DSYNC | libc::O_DIRECT;
+        open.custom_flags(libc::O_NOFOLLOW | dir | (d.status_flags & kept));
         let new = open.open(&d.path).ok().filter(|f| {
             f.metadata()
                 .is_ok_and(|m| (m.dev(), m.ino()) == (d.file.dev(), d.file.ino()))
         });
         let Some(new) = new else {
-            if walks {
+            if walks || carried {
                 return Err(execguard_seal::SealError::Apply {
                     step: "open an inherited descriptor again through the session's mounts",
                     detail: format!(
-                        "descriptor {fd} ({}) no longer leads there; close it before execguard run (e.g. {fd}<&-)",
+                        "descriptor {fd} ({}) no longer leads there, or is a file with no name on disk; close it before execguard run (e.g. {fd}<&-), or pass the file through a pipe",
                         d.path.display(),
                         fd = d.fd
                     ),
@@ -740,15 +775,52 @@ fn reopen_inherited() -> Result<(), execguard_seal::SealError> {
             continue;
         };
         let new = new.into_raw_fd();
-        // SAFETY: `d.fd` and `new` are open descriptors of this single-threaded process; dup2
-        // replaces `d.fd` atomically (a directory's or an appending descriptor's offset is
-        // not carried over, and matters to neither).
+        // SAFETY: `d.fd` and `new` are open descriptors of this single-threaded process; lseek
+        // takes numbers; dup2 replaces `d.fd` atomically (a directory's or an appending
+        // descriptor's offset is not carried over, and matters to neither).
         unsafe {
+            if carried {
+                libc::lseek(new, libc::lseek(d.fd, 0, libc::SEEK_CUR), libc::SEEK_SET);
+            }
             libc::dup2(new, d.fd);
             libc::close(new);
         }
+        reopened[i] = true;
+        if let (true, Some(to)) = (carried, carry) {
+            crate::carry::send(to, d.fd).map_err(|e| execguard_seal::SealError::Apply {
+                step: "hand an inherited file's new description to the supervisor",
+                detail: format!("descriptor {}: {e}", d.fd),
+            })?;
+        }
     }
     Ok(())
+}
+
+/// Do two inherited descriptors share one open file description? Asked of the kernel
+/// (`kcmp`); where it cannot answer, two descriptors of the same file with the same flags and
+/// offset count as one.
+fn same_description(a: &Inherited, b: &Inherited) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    const KCMP_FILE: libc::c_long = 0;
+    // SAFETY: kcmp compares two descriptor numbers of this process; it reads no memory of ours.
+    let answer = unsafe {
+        let pid = libc::getpid() as libc::c_long;
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid,
+            pid,
+            KCMP_FILE,
+            a.fd as libc::c_long,
+            b.fd as libc::c_long,
+        )
+    };
+    if answer >= 0 {
+        return answer == 0;
+    }
+    // SAFETY: lseek on descriptor numbers only reads their offsets.
+    let offset = |fd| unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+    (a.file.dev(), a.file.ino(), a.status_flags, offset(a.fd))
+        == (b.file.dev(), b.file.ino(), b.status_flags, offset(b.fd))
 }
 
 /// The session's start record of what it is held to (the one audit schema: tool `run`, entry

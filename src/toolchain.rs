@@ -627,15 +627,17 @@ extern "C" fn forward_signal(sig: libc::c_int) {
 }
 
 /// Rule 3 of `wrappers/README.md` for a strict host session: record the control files of the
-/// repositories of `workspace` (`Snapshot::record_workspace`), then fork. The child returns and becomes the session; this
-/// process stays outside it (unsealed, unguarded), passes SIGTERM/SIGHUP on, waits, quarantines what
-/// the session planted (one audit record per file, one notice line on stderr) and exits with
-/// the session's status. Without a repository nothing is forked.
+/// repositories of `workspace` (`Snapshot::record_workspace`), then fork. The child returns
+/// and becomes the session, with the channel that takes the new descriptions of its
+/// inherited files to this process ([`crate::carry`]); this process stays outside it
+/// (unsealed, unguarded), passes SIGTERM/SIGHUP on, waits, carries the files' offsets back,
+/// quarantines what the session planted (one audit record per file, one notice line on
+/// stderr) and exits with the session's status.
 pub fn supervise_repository(
     workspace: &Path,
     audit_log: Option<&Path>,
     profile: execguard_policy::Profile,
-) -> Result<()> {
+) -> Result<std::os::fd::OwnedFd> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let snapshots =
         execguard_wrappers::takeover::Snapshot::record_workspace(workspace, home.as_deref())
@@ -655,6 +657,7 @@ pub fn supervise_repository(
             std::io::Error::last_os_error()
         );
     }
+    let (carried, carry) = crate::carry::channel().context("cannot make the session's channel")?;
     // SAFETY: fork has no preconditions; `execguard run` is single-threaded here, so the child
     // may go on running Rust code.
     let child = unsafe { libc::fork() };
@@ -668,8 +671,10 @@ pub fn supervise_repository(
         // The session never reads the snapshots: freeing them would only write (copy) the
         // heap pages this child shares with the supervisor, just before its exec drops them.
         std::mem::forget(snapshots);
-        return Ok(());
+        drop(carried);
+        return Ok(carry);
     }
+    drop(carry);
     SESSION_CHILD.store(child, std::sync::atomic::Ordering::Relaxed);
     // The terminal sends SIGINT/SIGQUIT to the session itself (same process group): ignore
     // them here, as system(3) does. SIGTERM/SIGHUP sent to this pid are passed on.
@@ -693,6 +698,7 @@ pub fn supervise_repository(
         }
     }
     end_remaining_processes();
+    crate::carry::carry_back(&carried);
     execguard_wrappers::takeover::finish_session(
         &snapshots,
         workspace,

@@ -1577,6 +1577,100 @@ fn an_inherited_directory_descriptor_leads_into_the_sessions_mounts() {
     }
 }
 
+/// A file of the workspace handed to the session as a descriptor (`<f`, `3<>f`) was opened
+/// before its `noexec` binds: rewritten by its name, it could be mapped executable through
+/// that descriptor, or through `/proc/self/fd/N` opened again (FFI `mmap`; no exec). A strict
+/// session gets such descriptors opened again through its own mounts. Before, all three maps
+/// succeeded.
+#[test]
+fn an_inherited_file_of_the_write_set_is_never_mapped_executable() {
+    let wx = wx_probe();
+    for who in identities() {
+        let w = World::new(who, "inherited-file");
+        let f = w.ws.join("data");
+        std::fs::write(&f, vec![0u8; 4096]).unwrap();
+        who.own(&f);
+        let script = format!(
+            "cat {argv} > {f}; {wx} mapfd 0; {wx} mapfd 3; {wx} map /proc/self/fd/3; echo DONE",
+            argv = s(&tools().argv),
+            f = s(&f),
+            wx = s(&wx),
+        );
+        let mut c = Command::new("sh");
+        c.args(["-c", "exec 0<\"$1\" 3<>\"$1\"; shift; exec \"$@\"", "sh"])
+            .arg(&f)
+            .arg(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "sh", "-c", &script])
+            .env("HOME", &w.home)
+            .current_dir(&w.ws)
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("MAPPED"), "[{label}] {stdout}\n{stderr}");
+        assert_eq!(
+            stdout.matches("FAILED mmap 1\n").count(),
+            3,
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(stdout.ends_with("DONE\n"), "[{label}] {stdout}\n{stderr}");
+    }
+}
+
+/// Files of the workspace opened again for the session still go on where the session
+/// stopped, for the commands around it: the supervisor moves the descriptions it was given to
+/// the new ones' offsets. A deleted file of the write set cannot be opened again, so it
+/// refuses the start, with how to proceed.
+#[test]
+fn inherited_files_of_the_write_set_go_on_where_the_session_stopped() {
+    for who in identities() {
+        let w = World::new(who, "inherited-offsets");
+        let (lines, log) = (w.ws.join("lines"), w.ws.join("log"));
+        std::fs::write(&lines, "l1\nl2\nl3\n").unwrap();
+        who.own(&lines);
+        let script = format!(
+            "({cli} run --workspace {ws} -- head -n1; echo ---; cat) < {lines}; \
+             {{ echo start; {cli} run --workspace {ws} -- sh -c 'echo out-1; echo err-2 >&2; echo out-3' 2>&1; echo end; }} > {log}; \
+             exec 5<{lines}; rm {lines}; {cli} run --workspace {ws} -- true <&5; echo status=$?",
+            cli = s(&tools().cli),
+            ws = s(&w.ws),
+            lines = s(&lines),
+            log = s(&log),
+        );
+        let mut c = Command::new("/bin/sh");
+        who.apply(&mut c);
+        c.arg("-c")
+            .arg(script)
+            .env("HOME", &w.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null());
+        let out = c.output().unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert_eq!(
+            stdout, "l1\n---\nl2\nl3\nstatus=2\n",
+            "[{label}] {stdout}\n{stderr}"
+        );
+        let got = std::fs::read_to_string(&log).unwrap();
+        let got: Vec<&str> = got
+            .lines()
+            .filter(|l| !l.starts_with("execguard:"))
+            .collect();
+        assert_eq!(
+            got,
+            ["start", "out-1", "err-2", "out-3", "end"],
+            "[{label}] {stderr}"
+        );
+        assert!(
+            stderr.contains("descriptor 0 (") && stderr.contains("close it before execguard run"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
 /// A mount made on `/` after the process's root was set is never reached by a lookup from
 /// `/`, so it hides nothing: a bind of the workspace elsewhere is still a second name (a
 /// static caller and the loader are refused by it). Before, the search climbed that stack and

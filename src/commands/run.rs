@@ -207,18 +207,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Rule 3 (wrappers/README.md): a strict host session's repository control files are
     // recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
+    let mut carry = None;
     if host && policy.profile() == Profile::Strict {
         let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
         let log = policy
             .audit_log()
             .map(|l| std::path::Path::new(std::ffi::OsStr::from_bytes(l)));
-        toolchain::supervise_repository(workspace, log, policy.profile())?;
+        carry = Some(toolchain::supervise_repository(
+            workspace,
+            log,
+            policy.profile(),
+        )?);
     }
     // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
-        let report = session::seal(&policy, args.allow_exec_mappings).map_err(|e| match e {
+        let report = session::seal(&policy, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
             execguard_seal::SealError::Noexec { .. } => anyhow::anyhow!(
                 "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"
             ),

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -75,6 +76,13 @@ int main(int argc, char **argv) {
         int fd = open(argv[2], O_RDONLY);
         if (fd < 0) return failed("open", errno);
         if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+            return failed("mmap", errno);
+        puts("MAPPED");
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "mapfd") == 0) {
+        /* An inherited descriptor, mapped as it is. */
+        if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, atoi(argv[2]), 0) == MAP_FAILED)
             return failed("mmap", errno);
         puts("MAPPED");
         return 0;
