@@ -326,15 +326,20 @@ fn inherited_writable_files() -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// `$HOME`, canonical, when it names a directory other than `/`.
+pub fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .and_then(|h| h.canonicalize().ok())
+        .filter(|h| h != Path::new("/") && h.is_dir())
+}
+
 fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
-        .and_then(|h| h.canonicalize().ok())
-        .filter(|h| h != Path::new("/") && h.is_dir());
+    let home = home();
     let mut candidates: Vec<PathBuf> = Vec::new();
     for var in ["PATH", "LD_LIBRARY_PATH"] {
         if let Some(v) = std::env::var_os(var) {

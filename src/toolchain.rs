@@ -353,7 +353,10 @@ pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
         let Some(first) = policy.runtimes().find(|r| r.name == tool.name.as_bytes()) else {
             continue;
         };
-        plan.wrappers.push((tool, os_path(first.wrapper)));
+        // Canonical: the wrapper compares the shim's links, as text, with its own name.
+        let wrapper = os_path(first.wrapper);
+        plan.wrappers
+            .push((tool, wrapper.canonicalize().unwrap_or(wrapper)));
         if tool == GIT {
             let git = os_path(first.path);
             let exec_path = git_exec_path_of(&git).with_context(|| {
@@ -451,15 +454,61 @@ fn remove_stale(base: &Path) {
     }
 }
 
-/// The shim for `plan` under [`shim_base`]: named after what it holds (the wrappers, the real
-/// exec-path and that directory's own change time), reused when it is still exactly what it
-/// would be built as ([`shim_is_current`]: every session can write there), otherwise built
-/// beside it and renamed into place. Making its ~170 symlinks was most of a session's start.
-pub fn create_shim(plan: &ShimPlan) -> Result<Shim> {
-    let base = shim_base()?;
-    remove_stale(&base);
+/// Where a session's shim is kept: a place no session can write when there is one
+/// ([`kept_shims`]), where a shim is reused as it was built; otherwise [`shim_base`], which
+/// every session can write, where one is reused only after a full check.
+pub fn create_shim(plan: &ShimPlan, policy: &Policy<'_>) -> Result<Shim> {
+    if let Some(kept) = kept_shims(policy) {
+        if let Ok(shim) = create_shim_under(&kept, plan, Trust::Kept) {
+            return Ok(shim);
+        }
+        // Read-only here (a nested session) or full: the shared base does.
+    }
+    create_shim_under(&shim_base()?, plan, Trust::Checked)
+}
+
+/// How far a shim in a place can be believed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Trust {
+    /// Only processes outside every session write the place: a shim there is what was built
+    /// (renamed into place whole), unless its own directories were replaced.
+    Kept,
+    /// Sessions write the place: a shim is read link by link before it is used.
+    Checked,
+}
+
+/// `~/.config/execguard/shims`, beside the operator's exec-dir record, whose directory every
+/// session has read-only (`session::host_sides`): when it is a private directory of this user
+/// and the session about to start cannot write it either (a `--policy` file may leave it in
+/// its write set). Its shims are then never written by a session, neither while a session
+/// uses one nor between two.
+fn kept_shims(policy: &Policy<'_>) -> Option<PathBuf> {
+    let home = crate::session::home()?;
+    let record_dir = crate::session::exec_dir_record(&home)
+        .parent()?
+        .to_path_buf();
+    private_dir(&record_dir).ok()?;
+    let kept = record_dir.join("shims");
+    match std::fs::DirBuilder::new().mode(0o700).create(&kept) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    private_dir(&kept).ok()?;
+    policy
+        .mutable_root_of(kept.as_os_str().as_bytes())
+        .is_none()
+        .then_some(kept)
+}
+
+/// The shim for `plan` in `base`: named after what it holds (the wrappers, the real
+/// exec-path and that directory's own change time), reused when [`shim_is_current`],
+/// otherwise built beside it and renamed into place. Making its ~170 symlinks was most of a
+/// session's start.
+fn create_shim_under(base: &Path, plan: &ShimPlan, trust: Trust) -> Result<Shim> {
+    remove_stale(base);
     let dir = base.join(format!("shim-{:016x}", plan_key(plan)));
-    if shim_is_current(&dir, plan) {
+    if shim_is_current(&dir, plan, trust) {
         return Ok(shim_paths(&dir, plan));
     }
     let building = base.join(format!("building-{}", std::process::id()));
@@ -469,11 +518,14 @@ pub fn create_shim(plan: &ShimPlan) -> Result<Shim> {
     let _ = std::fs::remove_dir_all(&dir);
     match std::fs::rename(&building, &dir) {
         Ok(()) => Ok(shim_paths(&dir, plan)),
-        Err(_) if shim_is_current(&dir, plan) => {
+        Err(_) if shim_is_current(&dir, plan, trust) => {
             let _ = std::fs::remove_dir_all(&building);
             Ok(shim_paths(&dir, plan))
         }
-        Err(e) => Err(e).with_context(|| format!("cannot move the shim into {}", dir.display())),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&building);
+            Err(e).with_context(|| format!("cannot move the shim into {}", dir.display()))
+        }
     }
 }
 
@@ -500,67 +552,40 @@ fn shim_paths(dir: &Path, plan: &ShimPlan) -> Shim {
     }
 }
 
-/// The record, in a shim, of the last full check of its `git-core`: that directory's device,
-/// inode and change time.
-const CHECKED: &str = "checked";
-
-/// Is `dir` exactly the shim [`create_shim_in`] would build for `plan`? `bin/` is read link by
-/// link: its names come first on the session's `PATH`. `git-core/` (~170 links) is read link by
-/// link only when it is not the directory the last full check recorded ([`CHECKED`]): adding,
-/// removing or replacing an entry gives a directory a new change time, and only a directory
-/// unchanged for a second is recorded, so a change after a check never carries the recorded
-/// time. The record lies where every session can write: a forged one can keep a spoiled
-/// `git-core` in use, and no more, since the wrapper checks every entry of it again whenever
-/// git starts (`validate_shim`) and refuses a link that leads anywhere but the wrapper or
-/// git's own files.
-fn shim_is_current(dir: &Path, plan: &ShimPlan) -> bool {
+/// Is `dir` the shim [`create_shim_in`] would build for `plan`? The shim, `bin/` and
+/// `git-core/` must be directories themselves, not links (one to `/proc/self/cwd/...` would
+/// name another directory for each process that looks), and `bin/` holds exactly the
+/// wrapper links: its names come first on the session's `PATH`. `git-core/` (~170 links) is
+/// read link by link where sessions write ([`Trust::Checked`]).
+fn shim_is_current(dir: &Path, plan: &ShimPlan, trust: Trust) -> bool {
+    let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     let bin = dir.join("bin");
-    let bin_exact = std::fs::read_dir(&bin).is_ok_and(|d| d.count() == plan.wrappers.len())
+    let names = |d: &Path| {
+        std::fs::read_dir(d).map(|d| {
+            let mut n: Vec<OsString> = d.flatten().map(|e| e.file_name()).collect();
+            n.sort();
+            n
+        })
+    };
+    let bin_exact = real_dir(&bin)
+        && names(&bin).is_ok_and(|n| n.len() == plan.wrappers.len())
         && plan.wrappers.iter().all(|(tool, wrapper)| {
             std::fs::read_link(bin.join(tool.name)).ok().as_deref() == Some(wrapper.as_path())
         });
-    let Ok(names) = std::fs::read_dir(dir).map(|d| {
-        d.flatten()
-            .map(|e| e.file_name())
-            .collect::<Vec<OsString>>()
-    }) else {
+    if !real_dir(dir) || !bin_exact {
         return false;
-    };
+    }
     let Some(real) = plan.git_exec_path.as_deref() else {
-        return bin_exact && names == ["bin"];
+        return names(dir).is_ok_and(|n| n == ["bin"]);
     };
     let Some((_, wrapper)) = plan.wrappers.iter().find(|(tool, _)| *tool == GIT) else {
         return false;
     };
-    let expected = |n: &OsString| n == "bin" || n == "git-core" || n == CHECKED;
-    if !bin_exact || names.len() < 2 || !names.iter().all(expected) {
-        return false;
-    }
     let git_core = dir.join("git-core");
-    let Ok(meta) = std::fs::symlink_metadata(&git_core) else {
-        return false;
-    };
-    let identity = format!(
-        "{}:{}:{}.{}\n",
-        meta.dev(),
-        meta.ino(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    );
-    let record = dir.join(CHECKED);
-    if read_record(&record).is_some_and(|r| r == identity) {
-        return meta.is_dir();
-    }
-    if !execguard_wrappers::git_exec_path_shim_is_current(&git_core, real, wrapper) {
-        return false;
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    if u64::try_from(meta.ctime()).is_ok_and(|changed| changed + 1 < now) {
-        write_record(&record, &identity, dir.parent().unwrap_or(Path::new("/")));
-    }
-    true
+    names(dir).is_ok_and(|n| n == ["bin", "git-core"])
+        && real_dir(&git_core)
+        && (trust == Trust::Kept
+            || execguard_wrappers::git_exec_path_shim_is_current(&git_core, real, wrapper))
 }
 
 /// Creates a shim in `dir` (replaced if it exists).
@@ -809,34 +834,43 @@ mod tests {
         };
         let shim = d.join("shim");
         create_shim_in(&shim, &plan).unwrap();
-        assert!(shim_is_current(&shim, &plan));
+        assert!(shim_is_current(&shim, &plan, Trust::Checked));
         // git under other names (a hard link, a symbolic one) is the wrapper; a helper is real.
         let target = |name: &str| std::fs::read_link(shim.join("git-core").join(name)).unwrap();
         assert_eq!(target("git-upload-pack"), d.join("wrapper"));
         assert_eq!(target("git-receive-pack"), d.join("wrapper"));
         assert_eq!(target("git-sh-setup"), real.join("git-sh-setup"));
         std::fs::write(shim.join("git-core/planted"), b"x").unwrap();
-        assert!(!shim_is_current(&shim, &plan), "an added file");
+        assert!(
+            !shim_is_current(&shim, &plan, Trust::Checked),
+            "an added file"
+        );
         std::fs::remove_file(shim.join("git-core/planted")).unwrap();
-        assert!(shim_is_current(&shim, &plan));
+        assert!(shim_is_current(&shim, &plan, Trust::Checked));
         std::fs::remove_file(shim.join("git-core/git-sh-setup")).unwrap();
         std::os::unix::fs::symlink(d.join("wrapper"), shim.join("git-core/git-sh-setup")).unwrap();
-        assert!(!shim_is_current(&shim, &plan), "a link pointed elsewhere");
+        assert!(
+            !shim_is_current(&shim, &plan, Trust::Checked),
+            "a link pointed elsewhere"
+        );
         std::fs::write(real.join("git-new-helper"), b"n").unwrap();
         create_shim_in(&shim, &plan).unwrap();
-        assert!(shim_is_current(&shim, &plan));
+        assert!(shim_is_current(&shim, &plan, Trust::Checked));
         std::fs::remove_file(shim.join("bin/git")).unwrap();
-        assert!(!shim_is_current(&shim, &plan), "a missing wrapper link");
+        assert!(
+            !shim_is_current(&shim, &plan, Trust::Checked),
+            "a missing wrapper link"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    /// The record of a full check spares the next one only while `git-core` is the directory
-    /// it names, unchanged; it is never written for a directory changed a moment ago, and never
-    /// spares the check of `bin/`.
+    /// A shim kept where no session writes is reused as it was built, without reading
+    /// `git-core/` link by link; in either place, a link in place of the shim's own
+    /// directories is never taken for one (it would name another directory for each
+    /// process that looks, `/proc/self/cwd/...`), and `bin/` is always read link by link.
     #[test]
-    fn a_shim_check_is_spared_only_for_the_recorded_directory() {
-        use std::os::unix::fs::MetadataExt;
-        let d = tmp("shim-record");
+    fn a_kept_shim_is_reused_as_built_and_a_linked_directory_never_is() {
+        let d = tmp("shim-kept");
         let real = d.join("real/git-core");
         std::fs::create_dir_all(&real).unwrap();
         std::fs::write(d.join("wrapper"), b"w").unwrap();
@@ -848,39 +882,43 @@ mod tests {
         };
         let shim = d.join("shim");
         create_shim_in(&shim, &plan).unwrap();
-        assert!(shim_is_current(&shim, &plan));
-        assert!(
-            !shim.join(CHECKED).exists(),
-            "a directory changed just now is not recorded"
-        );
-        // What a check a second later records.
-        let identity = |p: &Path| {
-            let m = std::fs::symlink_metadata(p).unwrap();
-            format!("{}:{}:{}.{}\n", m.dev(), m.ino(), m.ctime(), m.ctime_nsec())
-        };
-        std::fs::write(shim.join(CHECKED), identity(&shim.join("git-core"))).unwrap();
-        // Spared: a helper new in the real exec-path is not looked for (a change there gives the
-        // shim another name, `plan_key`)...
+        for trust in [Trust::Kept, Trust::Checked] {
+            assert!(shim_is_current(&shim, &plan, trust), "{trust:?}");
+        }
+        // A helper new in the real exec-path (a change there names another shim, `plan_key`):
+        // looked for only where sessions write.
         std::fs::write(real.join("git-new-helper"), b"n").unwrap();
-        assert!(shim_is_current(&shim, &plan));
-        std::fs::remove_file(shim.join(CHECKED)).unwrap();
-        assert!(!shim_is_current(&shim, &plan), "without the record it is");
+        assert!(shim_is_current(&shim, &plan, Trust::Kept));
+        assert!(!shim_is_current(&shim, &plan, Trust::Checked));
         std::fs::remove_file(real.join("git-new-helper")).unwrap();
-        std::fs::write(shim.join(CHECKED), identity(&shim.join("git-core"))).unwrap();
-        assert!(shim_is_current(&shim, &plan));
-        // ...but any change to the directory is, as it changes its change time.
-        std::fs::remove_file(shim.join("git-core/git-sh-setup")).unwrap();
-        std::os::unix::fs::symlink(d.join("wrapper"), shim.join("git-core/git-sh-setup")).unwrap();
-        assert!(!shim_is_current(&shim, &plan), "a link pointed elsewhere");
-        create_shim_in(&shim, &plan).unwrap();
-        std::fs::write(shim.join(CHECKED), identity(&shim.join("git-core"))).unwrap();
-        assert!(shim_is_current(&shim, &plan));
         std::fs::remove_file(shim.join("bin/git")).unwrap();
         std::os::unix::fs::symlink(real.join("git"), shim.join("bin/git")).unwrap();
-        assert!(!shim_is_current(&shim, &plan), "bin/ is read link by link");
+        assert!(!shim_is_current(&shim, &plan, Trust::Kept), "bin/ is read");
         create_shim_in(&shim, &plan).unwrap();
-        std::fs::write(shim.join("stray"), b"x").unwrap();
-        assert!(!shim_is_current(&shim, &plan), "an unknown entry");
+        // Each of the shim's directories replaced by a link to a copy of itself.
+        let copy = d.join("copy");
+        for part in ["", "bin", "git-core"] {
+            let _ = std::fs::remove_dir_all(&copy);
+            create_shim_in(&copy, &plan).unwrap();
+            let (linked, target) = if part.is_empty() {
+                (d.join("linked"), copy.clone())
+            } else {
+                create_shim_in(&d.join("linked"), &plan).unwrap();
+                let at = d.join("linked").join(part);
+                std::fs::remove_dir_all(&at).unwrap();
+                (at, copy.join(part))
+            };
+            let _ = std::fs::remove_file(&linked);
+            std::os::unix::fs::symlink(&target, &linked).unwrap();
+            for trust in [Trust::Kept, Trust::Checked] {
+                assert!(
+                    !shim_is_current(&d.join("linked"), &plan, trust),
+                    "{part:?} linked, {trust:?}"
+                );
+            }
+            let _ = std::fs::remove_file(d.join("linked"));
+            let _ = std::fs::remove_dir_all(d.join("linked"));
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -1303,8 +1303,8 @@ fn a_session_ended_by_sigterm_is_quarantined_too() {
 }
 
 /// The shim base lies in the write set: a session can put anything in place of the records
-/// `execguard run` keeps there. The next run neither waits on a FIFO nor writes through a link
-/// into a file of the user's elsewhere.
+/// `execguard run` keeps there. The next run neither writes through a link into a file of the
+/// user's elsewhere nor waits on a FIFO.
 #[test]
 fn records_a_session_replaced_in_the_shim_base_neither_hang_nor_write_elsewhere() {
     use std::os::unix::fs::PermissionsExt;
@@ -1318,47 +1318,84 @@ fn records_a_session_replaced_in_the_shim_base_neither_hang_nor_write_elsewhere(
         // A file of the user's that no record may reach.
         let victim = s.root.join("victim");
         s.write(&victim, "the user's own file\n");
-        let plant = format!(
-            "cd '{}/execguard' && rm -f same-bytes && ln -s '{}' same-bytes && for d in shim-*; do rm -f \"$d/checked\"; mkfifo \"$d/checked\"; done; ls -l",
-            runtime.display(),
-            victim.display()
-        );
-        s.ok(&s.repo, &["sh", "-c", &plant], &xdg);
-        let mut c = Command::new(EXECGUARD);
-        c.args(["run", "--", "git", "--version"])
-            .current_dir(&s.repo)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        s.who.apply(&mut c);
-        c.env("HOME", &s.home)
-            .env("XDG_RUNTIME_DIR", &runtime)
-            .env_remove("EXECGUARD_POLICY")
-            .env_remove("LD_PRELOAD");
-        let mut child = c.spawn().unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "execguard run waited on the planted FIFO as {}",
-                    s.who.label()
-                );
+        let base = runtime.join("execguard");
+        for plant in [
+            format!("ln -s '{}' same-bytes", victim.display()),
+            "mkfifo same-bytes".to_string(),
+        ] {
+            let script = format!("cd '{}' && rm -f same-bytes && {plant}", base.display());
+            s.ok(&s.repo, &["sh", "-c", &script], &xdg);
+            let mut c = Command::new(EXECGUARD);
+            c.args(["run", "--", "git", "--version"])
+                .current_dir(&s.repo)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            s.who.apply(&mut c);
+            c.env("HOME", &s.home)
+                .env("XDG_RUNTIME_DIR", &runtime)
+                .env_remove("EXECGUARD_POLICY")
+                .env_remove("LD_PRELOAD");
+            let mut child = c.spawn().unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while child.try_wait().unwrap().is_none() {
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("execguard run waited on `{plant}` as {}", s.who.label());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            let out = child.wait_with_output().unwrap();
+            assert_status(&out, 0);
+            assert!(
+                text(&out.stdout).starts_with("git version"),
+                "{}",
+                s.who.label()
+            );
+            assert_eq!(
+                fs::read_to_string(&victim).unwrap(),
+                "the user's own file\n",
+                "a record was written through `{plant}`, as {}",
+                s.who.label()
+            );
         }
-        let out = child.wait_with_output().unwrap();
-        assert_status(&out, 0);
+    }
+}
+
+/// The shims are kept beside the exec-dir record, which every session has read-only: a
+/// session cannot take a helper out of git's exec-path (git would find a planted one on
+/// `PATH`), point its `git` at `/proc/self/exe`, or move the shim, so the next session's git
+/// is still the wrapper's. Before, the shims lay in the shared base every session writes.
+#[test]
+fn a_session_cannot_change_the_shim_the_next_session_uses() {
+    for who in identities() {
+        let s = Session::new(who, "kept-shim");
+        let spoil = "S=$(dirname \"$GIT_EXEC_PATH\"); \
+            rm -f \"$S/git-core/git-sh-setup\" || echo kept-rm; \
+            ln -sfn /proc/self/exe \"$S/git-core/git\" 2>/dev/null || echo kept-ln; \
+            mv \"$S\" \"$S.old\" 2>/dev/null || echo kept-mv; \
+            echo \"$GIT_EXEC_PATH\"";
+        let out = s.ok(&s.repo, &["sh", "-c", spoil], &[]);
+        let stdout = text(&out.stdout);
+        let kept = s
+            .home
+            .join(".config/execguard/shims")
+            .canonicalize()
+            .unwrap();
         assert!(
-            text(&out.stdout).starts_with("git version"),
-            "{}",
-            s.who.label()
+            stdout.contains("kept-rm\nkept-ln\nkept-mv\n")
+                && stdout.trim_end().ends_with("/git-core")
+                && Path::new(stdout.lines().last().unwrap()).starts_with(&kept),
+            "{}: {stdout}{}",
+            s.who.label(),
+            text(&out.stderr)
         );
+        let exec_path = PathBuf::from(stdout.lines().last().unwrap());
+        assert!(exec_path.join("git-sh-setup").symlink_metadata().is_ok());
         assert_eq!(
-            fs::read_to_string(&victim).unwrap(),
-            "the user's own file\n",
-            "a record was written through the planted link, as {}",
-            s.who.label()
+            fs::read_link(exec_path.join("git")).unwrap(),
+            beside_execguard("execguard-git").canonicalize().unwrap()
         );
+        s.ok(&s.repo, &["git", "status", "--short"], &[]);
     }
 }

@@ -158,7 +158,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
         if !plan.wrappers.is_empty() {
-            toolchain::create_shim(&plan)?.apply(&mut env);
+            toolchain::create_shim(&plan, &policy)?.apply(&mut env);
         }
     }
     let mut preload = lib.clone().into_os_string();

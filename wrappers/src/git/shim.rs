@@ -159,42 +159,71 @@ fn own_exec_path(dir: &Path, rule: &ShimRule) -> bool {
     rule.wrapper.as_deref().is_some_and(same) || rule.real_gits.iter().any(|g| same(g))
 }
 
-/// Accept `dir` as `GIT_EXEC_PATH` only if it is such a shim: its `git` is the wrapper (same
-/// device and inode), and every other entry is a symlink to the wrapper or to the same name in
-/// one of the allowed real exec-path directories. Anything else could make git run a program of the
-/// caller's choosing as one of its helpers.
+/// Accept `dir` as `GIT_EXEC_PATH` only if it is such a shim, judged by the text of its links
+/// (never by where they lead from here: `/proc/self/exe` is the wrapper to the wrapper, the
+/// real git to git): `dir` is its own canonical name (a link on the way, `/proc/self/cwd/...`,
+/// names another directory for each process that looks); every entry is a symlink; `git`
+/// links to the wrapper; every other entry to the wrapper or to the same name in one real
+/// exec-path directory; and every entry of that directory is there (git would look for a
+/// missing helper on `PATH`). Anything else could make git run a program of the caller's
+/// choosing as one of its helpers.
 pub fn validate_shim(dir: &Path, rule: &ShimRule) -> Result<(), String> {
     let Some(wrapper) = &rule.wrapper else {
         return Err("no wrapper known to compare the shim's git with".into());
     };
-    let w = fs::metadata(wrapper).map_err(|e| format!("{}: {e}", wrapper.display()))?;
-    let g = fs::metadata(dir.join("git")).map_err(|e| format!("git: {e}"))?;
-    if (g.dev(), g.ino()) != (w.dev(), w.ino()) {
-        return Err("its git is not the wrapper".into());
+    if fs::canonicalize(dir).map_err(|e| e.to_string())? != dir {
+        return Err("it is reached through a symlink".into());
     }
-    let entries = fs::read_dir(dir).map_err(|e| e.to_string())?;
-    for entry in entries {
+    let mut names: Vec<OsString> = Vec::new();
+    let mut mirrored: Option<&PathBuf> = None;
+    for entry in fs::read_dir(dir).map_err(|e| e.to_string())? {
         let entry = entry.map_err(|e| e.to_string())?;
         let name = entry.file_name();
-        if name == "git" {
-            continue;
-        }
         let target = fs::read_link(entry.path())
             .map_err(|_| format!("{} is not a symlink", name.to_string_lossy()))?;
-        // A dashed builtin that links to the wrapper is checked again when it runs.
-        let to_wrapper =
-            fs::metadata(entry.path()).is_ok_and(|m| (m.dev(), m.ino()) == (w.dev(), w.ino()));
-        let ok = to_wrapper
-            || target.file_name() == Some(name.as_os_str())
-                && target
-                    .parent()
-                    .is_some_and(|p| rule.real_exec_dirs.iter().any(|d| d == p));
-        if !ok {
-            return Err(format!(
-                "{} links to {}, outside the real exec path",
-                name.to_string_lossy(),
-                target.display()
-            ));
+        if target == *wrapper {
+            // git, or a dashed builtin (checked again when it runs).
+        } else if name == "git" {
+            return Err("its git is not the wrapper".into());
+        } else {
+            let from = rule
+                .real_exec_dirs
+                .iter()
+                .find(|d| target.parent() == Some(d.as_path()))
+                .filter(|_| target.file_name() == Some(name.as_os_str()));
+            match (from, mirrored) {
+                (Some(d), None) => mirrored = Some(d),
+                (Some(d), Some(m)) if d == m => {}
+                _ => {
+                    return Err(format!(
+                        "{} links to {}, outside the real exec path",
+                        name.to_string_lossy(),
+                        target.display()
+                    ))
+                }
+            }
+        }
+        names.push(name);
+    }
+    names.sort();
+    if names.binary_search(&OsString::from("git")).is_err() {
+        return Err("it has no git".into());
+    }
+    // All links to the wrapper: complete only if every real exec path holds no more.
+    let mirrored: Vec<&PathBuf> = match mirrored {
+        Some(d) => vec![d],
+        None => rule.real_exec_dirs.iter().collect(),
+    };
+    for real in mirrored {
+        for entry in fs::read_dir(real).map_err(|e| format!("{}: {e}", real.display()))? {
+            let name = entry.map_err(|e| e.to_string())?.file_name();
+            if names.binary_search(&name).is_err() {
+                return Err(format!(
+                    "{} of {} is missing (git would look for it on PATH)",
+                    name.to_string_lossy(),
+                    real.display()
+                ));
+            }
         }
     }
     Ok(())
@@ -233,10 +262,35 @@ mod tests {
             real_gits: vec![],
         };
         assert_eq!(validate_shim(&shim, &rule), Ok(()));
+        let refused = |why: &str| {
+            let e = validate_shim(&shim, &rule).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        };
         // A link to anything else outside the real exec-path is refused.
         fs::remove_file(shim.join("git-sh-setup")).unwrap();
         symlink(PathBuf::from("/bin/sh"), shim.join("git-sh-setup")).unwrap();
-        assert!(validate_shim(&shim, &rule).is_err());
+        refused("outside the real exec path");
+        // So is a missing helper (git would look for it on PATH)...
+        fs::remove_file(shim.join("git-sh-setup")).unwrap();
+        refused("git-sh-setup of");
+        symlink(real.join("git-sh-setup"), shim.join("git-sh-setup")).unwrap();
+        assert_eq!(validate_shim(&shim, &rule), Ok(()));
+        // ...a link that is the wrapper only to the wrapper, and one that depends on who looks.
+        fs::remove_file(shim.join("git")).unwrap();
+        symlink("/proc/self/exe", shim.join("git")).unwrap();
+        refused("its git is not the wrapper");
+        fs::remove_file(shim.join("git")).unwrap();
+        symlink(&wrapper, shim.join("git")).unwrap();
+        fs::remove_file(shim.join("git-sh-setup")).unwrap();
+        symlink("/proc/self/cwd/git-sh-setup", shim.join("git-sh-setup")).unwrap();
+        refused("outside the real exec path");
+        fs::remove_file(shim.join("git-sh-setup")).unwrap();
+        symlink(real.join("git-sh-setup"), shim.join("git-sh-setup")).unwrap();
+        // The shim named through a link.
+        symlink(&shim, d.join("linked")).unwrap();
+        assert!(validate_shim(&d.join("linked"), &rule)
+            .unwrap_err()
+            .contains("through a symlink"));
         fs::remove_dir_all(&d).unwrap();
     }
 }
