@@ -4,19 +4,18 @@
 //! Layout of a session started by `execguard run` (host mode):
 //!
 //! ```text
-//! <base>/shim-<key>/bin/git       -> <dir of execguard>/execguard-git
-//! <base>/shim-<key>/bin/node      -> <dir of execguard>/execguard-node
-//! <base>/shim-<key>/git-core/*    -> <real exec-path>/*   (git -> execguard-git)
+//! <kept>/shim-<key>/bin/git       -> <dir of execguard>/execguard-git
+//! <kept>/shim-<key>/bin/node      -> <dir of execguard>/execguard-node
+//! <kept>/shim-<key>/git-core/*    -> <real exec-path>/*   (git -> execguard-git)
 //! ```
 //!
-//! `PATH` starts with `bin/`, `GIT_EXEC_PATH` names `git-core/`. `<base>` is
-//! `$XDG_RUNTIME_DIR/execguard` when that is a private directory of this user, else
-//! `/tmp/execguard-<uid>`: both lie in a mutable root, on purpose. The shim holds only symlinks
-//! whose targets lie outside every mutable root, and the guard decides on the file the kernel
-//! would run (its canonical name), so the symlinks work; anything else the session puts there
-//! is treated as mutable (strict: no native code). Replacing a symlink gains nothing: the real
-//! runtimes are protected by inode (`protected_runtime_direct` unless the caller *is* the
-//! wrapper), and the wrapper re-validates the `GIT_EXEC_PATH` shim on every run.
+//! `PATH` starts with `bin/`, `GIT_EXEC_PATH` names `git-core/`. `<kept>` is
+//! `~/.config/execguard/shims`, read-only in every session ([`kept_shims`]); without it, the
+//! shared base ([`shim_base`]), which sessions write, and where a shim is checked link by link
+//! before it is used. The guard decides on the file the kernel would run (its canonical name),
+//! so the symlinks work; the real runtimes are protected by inode (`protected_runtime_direct`
+//! unless the caller *is* the wrapper), and the wrapper checks the `GIT_EXEC_PATH` shim again
+//! on every run.
 
 use crate::session::policy_path;
 use anyhow::{bail, Context as _, Result};
