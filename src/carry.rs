@@ -28,34 +28,50 @@ pub fn channel() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Sends descriptor `fd` (now the new description) under its number.
-pub fn send(to: &OwnedFd, fd: RawFd) -> std::io::Result<()> {
-    let number = fd.to_ne_bytes();
+/// The most descriptors one message carries (the kernel takes up to 253).
+const PER_MESSAGE: usize = 250;
+
+/// Sends descriptors `fds` (each now a new description) under their numbers, without
+/// waiting: the supervisor reads them only once the session has ended, so a full socket
+/// fails the start rather than leaving both waiting on each other.
+pub fn send(to: &OwnedFd, fds: &[RawFd]) -> std::io::Result<()> {
+    for batch in fds.chunks(PER_MESSAGE) {
+        send_batch(to, batch)?;
+    }
+    Ok(())
+}
+
+fn send_batch(to: &OwnedFd, fds: &[RawFd]) -> std::io::Result<()> {
+    let numbers: Vec<u8> = fds.iter().flat_map(|fd| fd.to_ne_bytes()).collect();
     let mut iov = libc::iovec {
-        iov_base: number.as_ptr() as *mut libc::c_void,
-        iov_len: number.len(),
+        iov_base: numbers.as_ptr() as *mut libc::c_void,
+        iov_len: numbers.len(),
     };
-    // One descriptor's control message; u64 words keep `cmsghdr` aligned.
-    let mut control = [0u64; 4];
+    let payload = std::mem::size_of_val(fds) as u32;
     // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    assert!(space <= std::mem::size_of_val(&control));
+    let space = unsafe { libc::CMSG_SPACE(payload) } as usize;
+    // u64 words keep `cmsghdr` aligned.
+    let mut control = vec![0u64; space.div_ceil(8)];
     // SAFETY: an all-zero msghdr is a valid empty message.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = space as _;
-    // SAFETY: `msg` names `control`, which has room for one header and one descriptor
-    // (checked above), so CMSG_FIRSTHDR is non-null and CMSG_DATA points inside `control`;
-    // `iov` and `number` outlive the sendmsg call.
+    // SAFETY: `msg` names `control`, which has room for one header and `fds` (CMSG_SPACE),
+    // so CMSG_FIRSTHDR is non-null and CMSG_DATA points inside `control`; `iov`, `numbers`
+    // and `control` outlive the sendmsg call.
     unsafe {
         let header = libc::CMSG_FIRSTHDR(&msg);
         (*header).cmsg_level = libc::SOL_SOCKET;
         (*header).cmsg_type = libc::SCM_RIGHTS;
-        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
-        if libc::sendmsg(to.as_raw_fd(), &msg, 0) < 0 {
+        (*header).cmsg_len = libc::CMSG_LEN(payload) as _;
+        std::ptr::copy_nonoverlapping(
+            fds.as_ptr(),
+            libc::CMSG_DATA(header).cast::<RawFd>(),
+            fds.len(),
+        );
+        if libc::sendmsg(to.as_raw_fd(), &msg, libc::MSG_DONTWAIT) < 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
@@ -65,31 +81,37 @@ pub fn send(to: &OwnedFd, fd: RawFd) -> std::io::Result<()> {
 /// Once the session has ended: every description the child sent, each with the number it
 /// had; the old description under that number here is moved to the new one's offset.
 pub fn carry_back(from: &OwnedFd) {
-    while let Some((number, new)) = receive(from) {
-        // SAFETY: lseek takes descriptor numbers and integers; `new` is open and owned here,
-        // `number` is the inherited descriptor of this process (a failure changes nothing).
-        unsafe {
-            let offset = libc::lseek(new.as_raw_fd(), 0, libc::SEEK_CUR);
-            if offset >= 0 {
-                libc::lseek(number, offset, libc::SEEK_SET);
+    while let Some(batch) = receive(from) {
+        for (number, new) in batch {
+            // SAFETY: lseek takes descriptor numbers and integers; `new` is open and owned
+            // here, `number` is the inherited descriptor of this process (a failure changes
+            // nothing).
+            unsafe {
+                let offset = libc::lseek(new.as_raw_fd(), 0, libc::SEEK_CUR);
+                if offset >= 0 {
+                    libc::lseek(number, offset, libc::SEEK_SET);
+                }
             }
         }
     }
 }
 
-fn receive(from: &OwnedFd) -> Option<(RawFd, OwnedFd)> {
-    let mut number = [0u8; std::mem::size_of::<RawFd>()];
+fn receive(from: &OwnedFd) -> Option<Vec<(RawFd, OwnedFd)>> {
+    const FD: usize = std::mem::size_of::<RawFd>();
+    let mut numbers = [0u8; PER_MESSAGE * FD];
     let mut iov = libc::iovec {
-        iov_base: number.as_mut_ptr().cast(),
-        iov_len: number.len(),
+        iov_base: numbers.as_mut_ptr().cast(),
+        iov_len: numbers.len(),
     };
-    let mut control = [0u64; 4];
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE((PER_MESSAGE * FD) as u32) } as usize;
+    let mut control = vec![0u64; space.div_ceil(8)];
     // SAFETY: an all-zero msghdr is a valid empty message.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    msg.msg_controllen = space as _;
     // SAFETY: `msg` names buffers that outlive the call; MSG_DONTWAIT never blocks (the
     // sender has exited); MSG_CMSG_CLOEXEC keeps received descriptors out of any child.
     let n = unsafe {
@@ -99,25 +121,29 @@ fn receive(from: &OwnedFd) -> Option<(RawFd, OwnedFd)> {
             libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
         )
     };
-    if n != number.len() as isize {
+    if n <= 0 || !(n as usize).is_multiple_of(FD) {
         return None;
     }
+    let count = n as usize / FD;
     // SAFETY: recvmsg filled `control` up to msg_controllen; CMSG_FIRSTHDR/CMSG_DATA stay
-    // inside it, and a header of SCM_RIGHTS with one descriptor's length holds one descriptor,
-    // which this process now owns.
-    let new = unsafe {
+    // inside it, and an SCM_RIGHTS header of `count` descriptors' length holds `count`
+    // descriptors, which this process now owns.
+    let received: Vec<OwnedFd> = unsafe {
         let header = libc::CMSG_FIRSTHDR(&msg);
         if header.is_null()
             || (*header).cmsg_level != libc::SOL_SOCKET
             || (*header).cmsg_type != libc::SCM_RIGHTS
-            || (*header).cmsg_len as usize
-                != libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize
+            || (*header).cmsg_len as usize != libc::CMSG_LEN((count * FD) as u32) as usize
         {
             return None;
         }
-        OwnedFd::from_raw_fd(std::ptr::read_unaligned(
-            libc::CMSG_DATA(header).cast::<RawFd>(),
-        ))
+        let data = libc::CMSG_DATA(header).cast::<RawFd>();
+        (0..count)
+            .map(|i| OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))))
+            .collect()
     };
-    Some((RawFd::from_ne_bytes(number), new))
+    let numbers = numbers[..n as usize]
+        .chunks_exact(FD)
+        .map(|b| RawFd::from_ne_bytes(b.try_into().unwrap_or_default()));
+    Some(numbers.zip(received).collect())
 }

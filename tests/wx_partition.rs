@@ -1622,8 +1622,10 @@ fn an_inherited_file_of_the_write_set_is_never_mapped_executable() {
 
 /// Files of the workspace opened again for the session still go on where the session
 /// stopped, for the commands around it: the supervisor moves the descriptions it was given to
-/// the new ones' offsets. A deleted file of the write set cannot be opened again, so it
-/// refuses the start, with how to proceed.
+/// the new ones' offsets. A read-only descriptor that no name leads to any more (a deleted
+/// file, bash's here-document of more than a pipe's 64 KiB) is handed over as a sealed copy:
+/// read as it was, never written (before this, such a descriptor was rewritable through
+/// `/proc/self/fd/N` and mappable through the old mount).
 #[test]
 fn inherited_files_of_the_write_set_go_on_where_the_session_stopped() {
     for who in identities() {
@@ -1634,13 +1636,14 @@ fn inherited_files_of_the_write_set_go_on_where_the_session_stopped() {
         let script = format!(
             "({cli} run --workspace {ws} -- head -n1; echo ---; cat) < {lines}; \
              {{ echo start; {cli} run --workspace {ws} -- sh -c 'echo out-1; echo err-2 >&2; echo out-3' 2>&1; echo end; }} > {log}; \
-             exec 5<{lines}; rm {lines}; {cli} run --workspace {ws} -- true <&5; echo status=$?",
+             exec 5<{lines}; rm {lines}; {cli} run --workspace {ws} -- sh -c 'echo x >> /proc/self/fd/5 || echo unwritable; cat <&5' <&5; echo status=$?; \
+             {cli} run --workspace {ws} -- wc -c <<EOF\n$(head -c 70000 /dev/zero | tr '\\0' a)\nEOF\n",
             cli = s(&tools().cli),
             ws = s(&w.ws),
             lines = s(&lines),
             log = s(&log),
         );
-        let mut c = Command::new("/bin/sh");
+        let mut c = Command::new("/bin/bash");
         who.apply(&mut c);
         c.arg("-c")
             .arg(script)
@@ -1651,7 +1654,7 @@ fn inherited_files_of_the_write_set_go_on_where_the_session_stopped() {
         let out = c.output().unwrap();
         let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
         assert_eq!(
-            stdout, "l1\n---\nl2\nl3\nstatus=2\n",
+            stdout, "l1\n---\nl2\nl3\nunwritable\nl1\nl2\nl3\nstatus=0\n70001\n",
             "[{label}] {stdout}\n{stderr}"
         );
         let got = std::fs::read_to_string(&log).unwrap();
@@ -1664,9 +1667,50 @@ fn inherited_files_of_the_write_set_go_on_where_the_session_stopped() {
             ["start", "out-1", "err-2", "out-3", "end"],
             "[{label}] {stderr}"
         );
+    }
+}
+
+/// A file the session's user cannot write keeps its descriptor (a root-owned log handed to
+/// a non-root session): nothing the session writes can be mapped through it. Before, the
+/// session was refused, its file could not be opened again.
+#[test]
+fn a_file_the_session_cannot_write_keeps_its_descriptor() {
+    for who in identities() {
+        let w = World::new(who, "unwritable-fd");
+        let log = w.ws.join("root.log");
+        std::fs::write(&log, "").unwrap();
+        // Owned by root, 0644: only root may write it.
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg(format!("exec \"$@\" >> {log} 2>&1", log = s(&log)))
+            .arg("sh");
+        let drop = match &who {
+            Identity::Current => vec![],
+            who => vec![
+                "setpriv".to_string(),
+                format!("--reuid={}", who.uid()),
+                format!("--regid={}", who.gid()),
+                "--clear-groups".to_string(),
+            ],
+        };
+        let out = c
+            .args(&drop)
+            .arg("env")
+            .arg(format!("HOME={}", s(&w.home)))
+            .arg(&tools().cli)
+            .args(["run", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "sh", "-c", "echo written"])
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let got = std::fs::read_to_string(&log).unwrap();
         assert!(
-            stderr.contains("descriptor 0 (") && stderr.contains("close it before execguard run"),
-            "[{label}] {stderr}"
+            out.status.success() && got.lines().any(|l| l == "written"),
+            "[{}] {:?} {got}",
+            who.label(),
+            out.status
         );
     }
 }
