@@ -1399,3 +1399,65 @@ fn a_session_cannot_change_the_shim_the_next_session_uses() {
         s.ok(&s.repo, &["git", "status", "--short"], &[]);
     }
 }
+
+/// A git dir named by a file (`GIT_DIR=.git` in a submodule, as git hands it to the git it
+/// starts there for `git status`; `--git-dir=sub/.git`) is the directory that file names: its
+/// config is read and checked like any other. Before, a plain `git status` in the
+/// superproject ran a `core.fsmonitor` planted in `.git/modules/<name>/config`.
+#[test]
+fn a_git_dir_named_by_a_file_has_its_config_checked() {
+    for who in identities() {
+        let s = Session::new(who, "gitfile");
+        let src = s.root.join("sub-src");
+        s.init_repo(&src);
+        s.setup(
+            &s.repo,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                src.to_str().unwrap(),
+                "sub",
+            ],
+        );
+        let sub = s.repo.join("sub");
+        assert!(sub.join(".git").is_file(), "{}", who.label());
+        let marker = s.root.join("fsmonitor.ran");
+        s.setup(
+            &s.repo,
+            &[
+                "config",
+                "-f",
+                ".git/modules/sub/config",
+                "core.fsmonitor",
+                &format!("touch '{}'; false", marker.display()),
+            ],
+        );
+        s.setup(&s.repo, &["commit", "-q", "-m", "sub"]);
+        s.write(&sub.join("new.txt"), "new\n");
+        for (dir, args) in [
+            // git's own `git status --porcelain=2` in the submodule, with `GIT_DIR=.git`.
+            (&s.repo, &["git", "status"][..]),
+            (&sub, &["env", "GIT_DIR=.git", "git", "status"][..]),
+            (
+                &s.repo,
+                &["git", "--git-dir=sub/.git", "--work-tree=sub", "status"][..],
+            ),
+        ] {
+            let out = s.refused(dir, args, &[], "config_key");
+            assert!(
+                text(&out.stderr).contains("modules/sub/config: core.fsmonitor"),
+                "{args:?} as {}: {}",
+                who.label(),
+                text(&out.stderr)
+            );
+        }
+        assert!(
+            !marker.exists(),
+            "the planted fsmonitor ran as {}",
+            who.label()
+        );
+    }
+}

@@ -308,9 +308,17 @@ fn todo_exec_line(text: &str) -> Option<&str> {
 impl Ctx<'_, '_> {
     fn selection(&self) -> RepoSelection {
         let env_dir = |n: &str| self.env.get(n).map(|v| self.cwd.join(v));
+        // A git dir named by a file is the directory its `gitdir:` line names, as git reads
+        // it (`setup_explicit_git_dir`): git hands a submodule's `.git` file to its children
+        // that way (`GIT_DIR=.git`), so its config is the one in `.git/modules/<name>`.
+        let explicit = self.git_dir.clone().or_else(|| env_dir("GIT_DIR"));
+        let git_dir = explicit.map(|d| match d.is_file() {
+            true => repo::read_gitfile(&d).unwrap_or(d),
+            false => d,
+        });
         RepoSelection {
             cwd: self.cwd.clone(),
-            git_dir: self.git_dir.clone().or_else(|| env_dir("GIT_DIR")),
+            git_dir,
             common_dir: env_dir("GIT_COMMON_DIR"),
         }
     }

@@ -22,7 +22,8 @@ fn is_git_dir(d: &Path) -> bool {
     d.join("HEAD").is_file() && common.join("objects").is_dir() && common.join("refs").is_dir()
 }
 
-fn read_gitfile(f: &Path) -> Option<PathBuf> {
+/// The git dir a `.git` file names (`gitdir: PATH`, relative to the file's directory).
+pub(crate) fn read_gitfile(f: &Path) -> Option<PathBuf> {
     let text = fs::read_to_string(f).ok()?;
     let target = text.strip_prefix("gitdir:")?.trim();
     let p = Path::new(target);
