@@ -48,16 +48,8 @@ fn send_batch(to: &OwnedFd, fds: &[RawFd]) -> std::io::Result<()> {
         iov_len: numbers.len(),
     };
     let payload = std::mem::size_of_val(fds) as u32;
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(payload) } as usize;
-    // u64 words keep `cmsghdr` aligned.
-    let mut control = vec![0u64; space.div_ceil(8)];
-    // SAFETY: an all-zero msghdr is a valid empty message.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut control = Vec::new();
+    let msg = message(&mut iov, &mut control, payload);
     // SAFETY: `msg` names `control`, which has room for one header and `fds` (CMSG_SPACE),
     // so CMSG_FIRSTHDR is non-null and CMSG_DATA points inside `control`; `iov`, `numbers`
     // and `control` outlive the sendmsg call.
@@ -76,6 +68,21 @@ fn send_batch(to: &OwnedFd, fds: &[RawFd]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A message of the one buffer `iov` names, with `control` made room for descriptors of
+/// `payload` bytes (in u64 words, which keep `cmsghdr` aligned); valid while both live.
+fn message(iov: &mut libc::iovec, control: &mut Vec<u64>, payload: u32) -> libc::msghdr {
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(payload) } as usize;
+    control.resize(space.div_ceil(8), 0);
+    // SAFETY: an all-zero msghdr is a valid empty message.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    msg
 }
 
 /// Once the session has ended: every description the child sent, each with the number it
@@ -103,15 +110,8 @@ fn receive(from: &OwnedFd) -> Option<Vec<(RawFd, OwnedFd)>> {
         iov_base: numbers.as_mut_ptr().cast(),
         iov_len: numbers.len(),
     };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE((PER_MESSAGE * FD) as u32) } as usize;
-    let mut control = vec![0u64; space.div_ceil(8)];
-    // SAFETY: an all-zero msghdr is a valid empty message.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut control = Vec::new();
+    let mut msg = message(&mut iov, &mut control, (PER_MESSAGE * FD) as u32);
     // SAFETY: `msg` names buffers that outlive the call; MSG_DONTWAIT never blocks (the
     // sender has exited); MSG_CMSG_CLOEXEC keeps received descriptors out of any child.
     let n = unsafe {
