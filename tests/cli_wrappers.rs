@@ -1461,3 +1461,58 @@ fn a_git_dir_named_by_a_file_has_its_config_checked() {
         );
     }
 }
+
+/// The supervisor quarantines outside the session (as root, for a root session): it never
+/// follows a link the session left where the quarantine goes. A session that predicted the
+/// stamp (`<seconds>-<supervisor pid>`, its `$PPID`) and linked it, or `execguard-quarantine`
+/// itself, to `~/.config/execguard` had the supervisor rename its planted include over the
+/// exec-dir record (a review found it; the next session then ran a program the session had
+/// written). A git dir reached through a link now is not touched at all.
+#[test]
+fn the_quarantine_never_follows_a_link_the_session_left() {
+    for who in identities() {
+        let s = Session::new(who, "quarantine-links");
+        s.ok(&s.repo, &["true"], &[]);
+        let record_dir = s.home.join(".config/execguard");
+        let record = record_dir.join("exec-dirs");
+        let before = fs::read(&record).unwrap();
+        let plant = format!(
+            "printf '[core]\\n\\tpager = less\\n' > .git/exec-dirs && printf '[include]\\n\\tpath = exec-dirs\\n' >> .git/config && {links}",
+            links = "LINKS"
+        );
+        for links in [
+            format!(
+                "mkdir .git/execguard-quarantine && now=$(date +%s) && for i in $(seq 0 30); do ln -sfn '{}' .git/execguard-quarantine/$((now+i))-$PPID; done",
+                record_dir.display()
+            ),
+            format!(
+                "rm -rf .git/execguard-quarantine && ln -sfn '{}' .git/execguard-quarantine",
+                record_dir.display()
+            ),
+        ] {
+            let out = s.run(&["sh", "-c", &plant.replace("LINKS", &links)]);
+            let err = text(&out.stderr);
+            assert_eq!(
+                fs::read(&record).unwrap(),
+                before,
+                "the exec-dir record was replaced, as {}: {err}",
+                who.label()
+            );
+            let top = s.repo.join(".git/execguard-quarantine");
+            assert!(
+                fs::symlink_metadata(&top).unwrap().is_dir(),
+                "{}",
+                who.label()
+            );
+            let saved: Vec<PathBuf> = fs::read_dir(&top)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+                .filter(|p| p.join("exec-dirs").is_file())
+                .collect();
+            assert_eq!(saved.len(), 1, "{}: {err}", who.label());
+            fs::remove_dir_all(&top).unwrap();
+        }
+    }
+}

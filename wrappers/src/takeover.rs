@@ -96,7 +96,22 @@ fn read_recorded(p: &Path) -> io::Result<Option<Recorded>> {
     }
 }
 
+/// Refuses a path whose directory is reached through a link: the paths were recorded
+/// canonical, so a link on the way now is one the session made, to move or write the
+/// operator's files elsewhere (say the exec-dir record) in this process, outside the session.
+fn no_link_above(p: &Path) -> io::Result<()> {
+    let dir = p.parent().unwrap_or(Path::new("/"));
+    if fs::canonicalize(dir).is_ok_and(|c| c == dir) {
+        return Ok(());
+    }
+    Err(io::Error::other(format!(
+        "{} is reached through a link the session made",
+        p.display()
+    )))
+}
+
 fn restore(p: &Path, r: &Recorded) -> io::Result<()> {
+    no_link_above(p)?;
     fs::write(p, &r.bytes)?;
     fs::set_permissions(p, fs::Permissions::from_mode(r.mode))?;
     // Back to its owner when the supervisor is root; a no-op for the same user.
@@ -231,11 +246,28 @@ impl Snapshot {
     /// Quarantine what the session added or changed, restoring the recorded versions.
     /// `stamp` names the quarantine directory (e.g. the session's start time and pid).
     pub fn quarantine(&self, stamp: &str, home: Option<&Path>) -> io::Result<Vec<Quarantined>> {
-        let into = self.common_dir.join("execguard-quarantine").join(stamp);
+        // This process is outside the session and may be root: it never follows a link the
+        // session put on the way. A git dir replaced by one is not touched at all.
+        for d in [&self.common_dir, &self.git_dir] {
+            if !fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) {
+                return Err(io::Error::other(format!(
+                    "{} is no longer a directory (the session replaced it)",
+                    d.display()
+                )));
+            }
+        }
+        let into = std::cell::OnceCell::new();
         let mut out = Vec::new();
         let save =
             |p: &Path, why: String, recorded: Option<&Recorded>, out: &mut Vec<Quarantined>| {
-                out.push(move_aside(&self.common_dir, &into, p, why, recorded)?);
+                let dir = match into.get() {
+                    Some(d) => d,
+                    None => {
+                        let d = fresh_quarantine(&self.common_dir, stamp)?;
+                        into.get_or_init(|| d)
+                    }
+                };
+                out.push(move_aside(&self.common_dir, dir, p, why, recorded)?);
                 io::Result::Ok(())
             };
         let hooks_dir = self.common_dir.join("hooks");
@@ -329,6 +361,38 @@ impl Snapshot {
     }
 }
 
+/// A new directory `<common dir>/execguard-quarantine/<stamp>[-N]`, made by this process: a
+/// link the session left under either name is never followed (the session could predict the
+/// stamp and point it at a directory of the operator's, into which its files would be
+/// renamed). `execguard-quarantine` itself, when a link or a file, is removed first.
+fn fresh_quarantine(common_dir: &Path, stamp: &str) -> io::Result<PathBuf> {
+    let top = common_dir.join("execguard-quarantine");
+    match fs::symlink_metadata(&top) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            fs::remove_file(&top)?;
+            fs::create_dir(&top)?;
+        }
+        Err(_) => fs::create_dir(&top)?,
+    }
+    for n in 0..100 {
+        let dir = match n {
+            0 => top.join(stamp),
+            n => top.join(format!("{stamp}-{n}")),
+        };
+        // mkdir never follows a link in the last place, dangling or not: it fails.
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: 100 names taken",
+        top.join(stamp).display()
+    )))
+}
+
 /// Move the session's version of `p` into `into` (rename: a symlink moves as it is, never
 /// followed) and put the recorded version back, if any.
 fn move_aside(
@@ -338,7 +402,7 @@ fn move_aside(
     why: String,
     recorded: Option<&Recorded>,
 ) -> io::Result<Quarantined> {
-    fs::create_dir_all(into)?;
+    no_link_above(p)?;
     let rel = p.strip_prefix(common_dir).unwrap_or(p);
     let name = rel
         .to_string_lossy()
