@@ -328,6 +328,33 @@ fn inherited_writable_files() -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Refuses a `$HOME` reached through a link that lies where sessions write (`/tmp/h ->
+/// /home/me`): a session could point it at a home of its own making, with an exec-dir record
+/// of its choosing, for the next session.
+fn check_home_path() -> Result<()> {
+    let Some(given) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Ok(());
+    };
+    let mut at = PathBuf::new();
+    for part in given.components() {
+        at.push(part);
+        let linked = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        let written = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .any(|r| {
+                at.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
+            });
+        if linked && written {
+            bail!(
+                "home_untrusted: $HOME ({}) is reached through the link {}, which sessions can change; set HOME to the directory itself",
+                given.display(),
+                at.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `$HOME`, canonical, when it names a directory other than `/`.
 pub fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -341,6 +368,7 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
+    check_home_path()?;
     let home = home();
     let mut candidates: Vec<PathBuf> = Vec::new();
     for var in ["PATH", "LD_LIBRARY_PATH"] {
@@ -803,7 +831,9 @@ fn reopen_inherited(carry: Option<&std::os::fd::OwnedFd>) -> Result<(), execguar
 fn session_could_write(d: &Inherited) -> bool {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions.
-    if d.file.uid() == unsafe { libc::geteuid() } {
+    let euid = unsafe { libc::geteuid() };
+    // Root may write any file it can make writable (an immutable one included: chattr -i).
+    if euid == 0 || d.file.uid() == euid {
         return true;
     }
     let Ok(link) = std::ffi::CString::new(format!("/proc/self/fd/{}", d.fd)) else {

@@ -478,10 +478,14 @@ enum Trust {
 
 /// `~/.config/execguard/shims`, beside the operator's exec-dir record, whose directory every
 /// session has read-only (`session::host_sides`): when it is a private directory of this user
-/// and the session about to start cannot write it either (a `--policy` file may leave it in
-/// its write set). Its shims are then never written by a session, neither while a session
+/// and the session about to start cannot write it either (it is sealed, and a `--policy` file
+/// may leave it in its write set). Its shims are then never written by a session, neither while a session
 /// uses one nor between two.
 fn kept_shims(policy: &Policy<'_>) -> Option<PathBuf> {
+    // Unsealed, the session writes wherever its user may.
+    if !policy.seal() {
+        return None;
+    }
     let home = crate::session::home()?;
     let record_dir = crate::session::exec_dir_record(&home)
         .parent()?

@@ -1755,3 +1755,36 @@ fn a_mount_on_root_hides_no_second_name() {
         }
     }
 }
+
+/// A `$HOME` reached through a link where sessions write (`/tmp`) is refused: a session could
+/// point the link at a home of its own, whose exec-dir record the next session would trust (a
+/// review ran a planted program that way).
+#[test]
+fn a_home_reached_through_a_link_sessions_can_change_is_refused() {
+    for who in identities() {
+        let w = World::new(who, "home-link");
+        let link =
+            std::env::temp_dir().join(format!("eg-home-link-{}-{}", who.uid(), std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&w.home, &link).unwrap();
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "true"])
+            .env("HOME", &link)
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&link);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "[{}] {err}", who.label());
+        assert!(
+            err.contains("home_untrusted") && err.contains("set HOME to the directory itself"),
+            "[{}] {err}",
+            who.label()
+        );
+    }
+}

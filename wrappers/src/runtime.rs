@@ -103,6 +103,9 @@ impl WrapperPolicy {
                     r.path.parent().map(Path::to_path_buf)
                 }
             })
+            // Only git's own exec-paths: a shim that mirrored `/usr/bin` (the directory of a
+            // protected git) would leave git's helpers to be looked for on PATH.
+            .filter(|d| d.file_name() == Some(std::ffi::OsStr::new("git-core")))
             .collect();
         let real_gits = self
             .runtimes
@@ -228,7 +231,8 @@ mod tests {
             Path::new("/usr/libexec/execguard/real/git")
         );
         let rule = p.git_shim_rule(None);
-        assert_eq!(rule.real_exec_dirs.len(), 2);
+        // git's exec-path only, not the directory of every protected git.
+        assert_eq!(rule.real_exec_dirs, [PathBuf::from("/usr/lib/git-core")]);
         assert!(p.real_binary("node").is_none());
     }
 }

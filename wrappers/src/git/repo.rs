@@ -19,13 +19,23 @@ pub struct Discovered {
 /// worktree's git dir has neither of its own).
 fn is_git_dir(d: &Path) -> bool {
     let common = common_dir_of(d);
-    d.join("HEAD").is_file() && common.join("objects").is_dir() && common.join("refs").is_dir()
+    // git's `validate_headref` takes a symlink `HEAD` too (to `refs/...`, dangling or not).
+    let head = fs::symlink_metadata(d.join("HEAD"))
+        .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
+    head && common.join("objects").is_dir() && common.join("refs").is_dir()
+}
+
+/// A file's text as git reads a one-line file (`gitdir:`, `commondir`): only the line ends
+/// (`\n`, `\r`) come off the end; every other byte, spaces included, is part of the path.
+fn one_line(text: &str) -> &str {
+    text.trim_end_matches(['\n', '\r'])
 }
 
 /// The git dir a `.git` file names (`gitdir: PATH`, relative to the file's directory).
 pub(crate) fn read_gitfile(f: &Path) -> Option<PathBuf> {
     let text = fs::read_to_string(f).ok()?;
-    let target = text.strip_prefix("gitdir:")?.trim();
+    // git's `read_gitfile_gently`: `gitdir: ` with its one space.
+    let target = one_line(text.strip_prefix("gitdir: ")?);
     let p = Path::new(target);
     let p = if p.is_absolute() {
         p.to_path_buf()
@@ -39,7 +49,7 @@ pub(crate) fn read_gitfile(f: &Path) -> Option<PathBuf> {
 pub fn common_dir_of(git_dir: &Path) -> PathBuf {
     match fs::read_to_string(git_dir.join("commondir")) {
         Ok(s) => {
-            let p = Path::new(s.trim());
+            let p = Path::new(one_line(&s));
             let p = if p.is_absolute() {
                 p.to_path_buf()
             } else {
@@ -88,4 +98,36 @@ pub fn discover(start: &Path) -> Option<Discovered> {
         dir = d.parent();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Read as git reads them: a space at the end of a `gitdir:` or `commondir` line is part
+    /// of the path (a trimmed path named another, clean, repository than the one git used),
+    /// `gitdir:` needs its space, and a `HEAD` symlink makes a git dir.
+    #[test]
+    fn gitfiles_commondir_and_head_are_read_as_git_reads_them() {
+        let d = std::env::temp_dir().join(format!("eg-repo-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        for g in ["gd", "gd "] {
+            fs::create_dir_all(d.join(g).join("objects")).unwrap();
+            fs::create_dir_all(d.join(g).join("refs")).unwrap();
+        }
+        std::os::unix::fs::symlink("refs/heads/unborn", d.join("gd /HEAD")).unwrap();
+        fs::write(d.join("gd/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(is_git_dir(&d.join("gd ")), "a HEAD symlink");
+        let gitfile = d.join("dotgit");
+        fs::write(&gitfile, format!("gitdir: {} \r\n", d.join("gd").display())).unwrap();
+        assert_eq!(read_gitfile(&gitfile), fs::canonicalize(d.join("gd ")).ok());
+        fs::write(&gitfile, format!("gitdir:{}\n", d.join("gd").display())).unwrap();
+        assert_eq!(read_gitfile(&gitfile), None, "gitdir: needs its space");
+        fs::write(d.join("gd/commondir"), "../gd \n").unwrap();
+        assert_eq!(
+            common_dir_of(&d.join("gd")),
+            fs::canonicalize(d.join("gd ")).unwrap()
+        );
+        fs::remove_dir_all(&d).unwrap();
+    }
 }
