@@ -329,26 +329,39 @@ fn inherited_writable_files() -> Result<Vec<PathBuf>> {
 }
 
 /// Refuses a `$HOME` reached through a link that lies where sessions write (`/tmp/h ->
-/// /home/me`): a session could point it at a home of its own making, with an exec-dir record
-/// of its choosing, for the next session.
-fn check_home_path() -> Result<()> {
+/// /home/me`, or one in the workspace): a session could point it at a home of its own making,
+/// with an exec-dir record of its choosing, for the next session. Each link on the way is
+/// judged where it really is (`/home/me/../../tmp/h` is in `/tmp`).
+fn check_home_path(workspace: &Path) -> Result<()> {
     let Some(given) = std::env::var_os("HOME").map(PathBuf::from) else {
         return Ok(());
     };
     let mut at = PathBuf::new();
     for part in given.components() {
         at.push(part);
-        let linked = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
-        let written = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
-            .iter()
-            .any(|r| {
-                at.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
-            });
-        if linked && written {
+        if !std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            continue;
+        }
+        let (Some(dir), Some(name)) = (at.parent(), at.file_name()) else {
+            continue;
+        };
+        let place = dir
+            .canonicalize()
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name);
+        let written = place.starts_with(workspace)
+            || execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+                .iter()
+                .any(|r| {
+                    place.starts_with(
+                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r),
+                    )
+                });
+        if written {
             bail!(
                 "home_untrusted: $HOME ({}) is reached through the link {}, which sessions can change; set HOME to the directory itself",
                 given.display(),
-                at.display()
+                place.display()
             );
         }
     }
@@ -368,7 +381,7 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    check_home_path()?;
+    check_home_path(&workspace)?;
     let home = home();
     let mut candidates: Vec<PathBuf> = Vec::new();
     for var in ["PATH", "LD_LIBRARY_PATH"] {

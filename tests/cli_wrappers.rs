@@ -1516,3 +1516,46 @@ fn the_quarantine_never_follows_a_link_the_session_left() {
         }
     }
 }
+
+/// The quarantine touches the session's repositories only as git names them, and only those:
+/// a repository a gitfile the session made points at, outside the workspace, is the
+/// operator's, and is reported, never emptied (a review found its hooks and config moved);
+/// an include the operator's config names with `..` is no link, so a key the session adds
+/// there is quarantined (a review found it left in place, where it ran).
+#[test]
+fn the_quarantine_keeps_to_the_sessions_repositories_as_git_names_them() {
+    for who in identities() {
+        let s = Session::new(who, "quarantine-names");
+        let other = s.root.join("other");
+        s.init_repo(&other);
+        s.setup(&s.repo, &["config", "include.path", "../shared.inc"]);
+        s.write(&s.repo.join("shared.inc"), "[user]\n\tname = T\n");
+        let plant = format!(
+            "mkdir -p sub && printf 'gitdir: {}/.git\\n' > sub/.git && printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> shared.inc",
+            other.display()
+        );
+        let out = s.run(&["sh", "-c", &plant]);
+        let err = text(&out.stderr);
+        assert!(
+            other.join(".git/hooks/pre-commit").is_file() && other.join(".git/config").is_file(),
+            "the operator's repository was emptied, as {}: {err}",
+            who.label()
+        );
+        assert!(
+            !other.join(".git/execguard-quarantine").exists(),
+            "{}",
+            who.label()
+        );
+        assert!(
+            err.contains("outside it: not quarantined"),
+            "{}: {err}",
+            who.label()
+        );
+        let shared = fs::read_to_string(s.repo.join("shared.inc")).unwrap_or_default();
+        assert!(
+            !shared.contains("fsmonitor"),
+            "the key the session added stayed, as {}: {err}",
+            who.label()
+        );
+    }
+}

@@ -1767,24 +1767,41 @@ fn a_home_reached_through_a_link_sessions_can_change_is_refused() {
             std::env::temp_dir().join(format!("eg-home-link-{}-{}", who.uid(), std::process::id()));
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&w.home, &link).unwrap();
-        let mut c = Command::new(&tools().cli);
-        who.apply(&mut c);
-        let out = c
-            .args(["run", "--workspace"])
-            .arg(&w.ws)
-            .args(["--", "true"])
-            .env("HOME", &link)
-            .current_dir(&w.ws)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let in_ws = w.ws.join("home-link");
+        std::os::unix::fs::symlink(&w.home, &in_ws).unwrap();
+        // The same link named from elsewhere (`..` walks back up to it), and one in the
+        // workspace.
+        let around = PathBuf::from(format!(
+            "{}{}",
+            "/..".repeat(w.home.components().count()),
+            link.display()
+        ));
+        let around = w.home.join(around.strip_prefix("/").unwrap());
+        for home in [&link, &around, &in_ws] {
+            let mut c = Command::new(&tools().cli);
+            who.apply(&mut c);
+            let out = c
+                .args(["run", "--workspace"])
+                .arg(&w.ws)
+                .args(["--", "true"])
+                .env("HOME", home)
+                .current_dir(&w.ws)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = text(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "[{}] {home:?} {err}",
+                who.label()
+            );
+            assert!(
+                err.contains("home_untrusted") && err.contains("set HOME to the directory itself"),
+                "[{}] {home:?} {err}",
+                who.label()
+            );
+        }
         let _ = std::fs::remove_file(&link);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "[{}] {err}", who.label());
-        assert!(
-            err.contains("home_untrusted") && err.contains("set HOME to the directory itself"),
-            "[{}] {err}",
-            who.label()
-        );
     }
 }

@@ -96,26 +96,78 @@ fn read_recorded(p: &Path) -> io::Result<Option<Recorded>> {
     }
 }
 
-/// Refuses a path whose directory is reached through a link: the paths were recorded
-/// canonical, so a link on the way now is one the session made, to move or write the
-/// operator's files elsewhere (say the exec-dir record) in this process, outside the session.
-fn no_link_above(p: &Path) -> io::Result<()> {
-    let dir = p.parent().unwrap_or(Path::new("/"));
-    if fs::canonicalize(dir).is_ok_and(|c| c == dir) {
-        return Ok(());
+/// The directory of `p`, opened with no symlink anywhere on the way (`openat2`,
+/// `RESOLVE_NO_SYMLINKS`), and `p`'s name in it. This process is outside the session (root,
+/// for a root session): a link on the way, even one another session makes while this runs,
+/// is refused, never followed, so nothing is moved from or written to a directory of the
+/// operator's elsewhere (the exec-dir record, say). `..` is walked as it is on disk.
+fn open_parent(p: &Path) -> io::Result<(std::os::fd::OwnedFd, std::ffi::CString)> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
+        return Err(io::Error::other(format!("{}: no directory", p.display())));
+    };
+    let c = |b: &[u8]| std::ffi::CString::new(b).map_err(io::Error::other);
+    let (dir_c, name_c) = (c(dir.as_os_str().as_bytes())?, c(name.as_bytes())?);
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    // struct open_how { flags, mode, resolve }
+    let how: [u64; 3] = [
+        (libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC) as u64,
+        0,
+        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    ];
+    // SAFETY: `dir_c` is NUL-terminated and `how` a readable open_how of the size passed;
+    // both outlive the call, which returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            dir_c.as_ptr(),
+            how.as_ptr(),
+            std::mem::size_of_val(&how),
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            e.kind(),
+            format!("{} (a link on the way is refused): {e}", dir.display()),
+        ));
     }
-    Err(io::Error::other(format!(
-        "{} is reached through a link the session made",
-        p.display()
-    )))
+    // SAFETY: openat2 returned a new descriptor that nothing else owns.
+    Ok((
+        unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) },
+        name_c,
+    ))
 }
 
+/// Writes the recorded version back, as a new file: one that appeared at `p` since (a link
+/// another session made) fails the restore rather than being written through.
 fn restore(p: &Path, r: &Recorded) -> io::Result<()> {
-    no_link_above(p)?;
-    fs::write(p, &r.bytes)?;
-    fs::set_permissions(p, fs::Permissions::from_mode(r.mode))?;
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let (dir, name) = open_parent(p)?;
+    // SAFETY: `dir` is an open directory and `name` NUL-terminated; openat returns a new
+    // descriptor or -1.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{}: {e}", p.display())));
+    }
+    // SAFETY: a new descriptor this function owns.
+    let mut f = unsafe { fs::File::from_raw_fd(fd) };
+    f.write_all(&r.bytes)?;
+    f.set_permissions(fs::Permissions::from_mode(r.mode))?;
     // Back to its owner when the supervisor is root; a no-op for the same user.
-    let _ = std::os::unix::fs::lchown(p, Some(r.uid), Some(r.gid));
+    let _ = std::os::unix::fs::fchown(&f, Some(r.uid), Some(r.gid));
     Ok(())
 }
 
@@ -267,7 +319,16 @@ impl Snapshot {
                         into.get_or_init(|| d)
                     }
                 };
-                out.push(move_aside(&self.common_dir, dir, p, why, recorded)?);
+                // One file that cannot be moved (a link on the way) leaves the others to do.
+                match move_aside(&self.common_dir, dir, p, why.clone(), recorded) {
+                    Ok(q) => out.push(q),
+                    Err(e) => out.push(Quarantined {
+                        path: p.to_path_buf(),
+                        saved_as: None,
+                        why: format!("{why}; not moved ({e}): inspect it"),
+                        restored: false,
+                    }),
+                }
                 io::Result::Ok(())
             };
         let hooks_dir = self.common_dir.join("hooks");
@@ -299,12 +360,15 @@ impl Snapshot {
         }
         for (p, r) in &self.hooks {
             if fs::symlink_metadata(p).is_err() {
-                restore(p, r)?;
+                let restored = restore(p, r);
                 out.push(Quarantined {
                     path: p.clone(),
                     saved_as: None,
-                    why: "hook deleted during the session".into(),
-                    restored: true,
+                    why: match &restored {
+                        Ok(()) => "hook deleted during the session".into(),
+                        Err(e) => format!("hook deleted during the session; not restored ({e})"),
+                    },
+                    restored: restored.is_ok(),
                 });
             }
         }
@@ -402,26 +466,56 @@ fn move_aside(
     why: String,
     recorded: Option<&Recorded>,
 ) -> io::Result<Quarantined> {
-    no_link_above(p)?;
+    use std::os::fd::AsRawFd;
     let rel = p.strip_prefix(common_dir).unwrap_or(p);
     let name = rel
         .to_string_lossy()
         .trim_start_matches('/')
         .replace('/', "__");
     let saved = into.join(&name);
-    fs::rename(p, &saved)?;
-    if !fs::symlink_metadata(&saved).is_ok_and(|m| m.file_type().is_symlink()) {
-        // Kept for the operator to read, not to run.
-        let _ = fs::set_permissions(&saved, fs::Permissions::from_mode(0o600));
+    let (from, old_name) = open_parent(p)?;
+    let (to, new_name) = open_parent(&saved)?;
+    // SAFETY: both descriptors are open directories and both names NUL-terminated; renameat
+    // moves the entry itself (a symlink as it is).
+    if unsafe {
+        libc::renameat(
+            from.as_raw_fd(),
+            old_name.as_ptr(),
+            to.as_raw_fd(),
+            new_name.as_ptr(),
+        )
+    } != 0
+    {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{}: {e}", p.display())));
     }
-    if let Some(r) = recorded {
-        restore(p, r)?;
+    // Kept for the operator to read, not to run (a link is left as it is, never followed).
+    // SAFETY: `to` is an open directory and `new_name` NUL-terminated; openat returns a new
+    // descriptor or -1.
+    let kept = unsafe {
+        libc::openat(
+            to.as_raw_fd(),
+            new_name.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if kept >= 0 {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a new descriptor this function owns.
+        let f = unsafe { fs::File::from_raw_fd(kept) };
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            let _ = f.set_permissions(fs::Permissions::from_mode(0o600));
+        }
     }
+    let restored = recorded.map(|r| restore(p, r));
     Ok(Quarantined {
         path: p.to_path_buf(),
         saved_as: Some(saved),
-        why,
-        restored: recorded.is_some(),
+        why: match &restored {
+            Some(Err(e)) => format!("{why}; the recorded version not restored ({e})"),
+            _ => why,
+        },
+        restored: matches!(restored, Some(Ok(()))),
     })
 }
 
@@ -470,6 +564,18 @@ pub fn finish_session(
         .unwrap_or_default()
         .into_iter()
         .filter(|now| !snapshots.iter().any(|s| s.common_dir == now.common_dir))
+        // A gitfile or `commondir` the session made can name any repository, the operator's
+        // elsewhere included: only one that lies in the workspace is the session's.
+        .filter(|now| {
+            let inside = now.common_dir.starts_with(workspace) && now.git_dir.starts_with(workspace);
+            if !inside {
+                eprintln!(
+                    "execguard: notice: the session pointed the workspace at the repository {}, outside it: not quarantined, inspect its hooks and config",
+                    now.common_dir.display()
+                );
+            }
+            inside
+        })
         .map(|now| Snapshot {
             hooks: BTreeMap::new(),
             configs: BTreeMap::new(),
@@ -507,5 +613,53 @@ pub fn finish_session(
     }
     if let Some(line) = notice(&list) {
         eprintln!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the supervisor writes or moves, it writes or moves where it was named: a link in
+    /// the last place or on the way (made by another session while this one is quarantined)
+    /// is refused, never followed, and `..` is walked as it is on disk.
+    #[test]
+    fn restore_and_move_aside_follow_no_link() {
+        let d = std::env::temp_dir().join(format!("eg-takeover-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let (repo, elsewhere) = (d.join("repo"), d.join("elsewhere"));
+        fs::create_dir_all(repo.join("hooks")).unwrap();
+        fs::create_dir_all(&elsewhere).unwrap();
+        let victim = elsewhere.join("exec-dirs");
+        fs::write(&victim, "the record\n").unwrap();
+        let r = Recorded {
+            bytes: b"#!/bin/sh\n".to_vec(),
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+        };
+        let hook = repo.join("hooks/pre-commit");
+        std::os::unix::fs::symlink(&victim, &hook).unwrap();
+        assert!(restore(&hook, &r).is_err(), "a link in the last place");
+        std::os::unix::fs::symlink(&elsewhere, repo.join("linked")).unwrap();
+        assert!(restore(&repo.join("linked/exec-dirs"), &r).is_err());
+        let into = fresh_quarantine(&repo, "1-2").unwrap();
+        let moved = move_aside(
+            &repo,
+            &into,
+            &repo.join("linked/exec-dirs"),
+            "x".into(),
+            None,
+        );
+        assert!(moved.is_err(), "a link on the way");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "the record\n");
+        // `..` is no link: the file is moved, and the recorded version written back anew.
+        fs::remove_file(&hook).unwrap();
+        fs::write(&hook, "planted").unwrap();
+        let dotdot = repo.join("hooks/../hooks/pre-commit");
+        let q = move_aside(&repo, &into, &dotdot, "x".into(), Some(&r)).unwrap();
+        assert!(q.restored && q.saved_as.is_some_and(|s| s.starts_with(&into)));
+        assert_eq!(fs::read(&hook).unwrap(), r.bytes);
+        fs::remove_dir_all(&d).unwrap();
     }
 }
