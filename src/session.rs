@@ -336,6 +336,12 @@ fn check_home_path(workspace: &Path) -> Result<()> {
     let Some(given) = std::env::var_os("HOME").map(PathBuf::from) else {
         return Ok(());
     };
+    if !given.is_absolute() {
+        bail!(
+            "home_untrusted: $HOME ({}) is not an absolute path; set HOME to the directory itself",
+            given.display()
+        );
+    }
     let mut at = PathBuf::new();
     for part in given.components() {
         at.push(part);

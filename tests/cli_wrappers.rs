@@ -1559,3 +1559,47 @@ fn the_quarantine_keeps_to_the_sessions_repositories_as_git_names_them() {
         );
     }
 }
+
+/// What a session plants in a git dir new to a recorded repository (a linked worktree's
+/// `config.worktree`), or in a submodule's git dir kept a level deeper (`modules/a/b`), is
+/// quarantined too; a file an include reaches by `..` outside the git dir is left where it
+/// is, never moved (a review found both planted keys surviving, and the operator's
+/// `~/.gitconfig` moved into the quarantine).
+#[test]
+fn the_quarantine_reaches_new_worktrees_and_deep_submodules_and_nothing_outside() {
+    for who in identities() {
+        let s = Session::new(who, "quarantine-deep");
+        let outside = s.root.join("outside.cfg");
+        s.write(&outside, "[core]\n\teditor = vi\n");
+        let deep = s.repo.join(".git/modules/a/b");
+        let plant = format!(
+            "git config extensions.worktreeConfig true && git worktree add -q wt && \
+             printf '[core]\\n\\tfsmonitor = touch pwned\\n' > .git/worktrees/wt/config.worktree && \
+             mkdir -p {deep}/objects {deep}/refs {deep}/hooks && echo 'ref: refs/heads/main' > {deep}/HEAD && \
+             printf '#!/bin/sh\\ntouch pwned\\n' > {deep}/hooks/pre-commit && chmod +x {deep}/hooks/pre-commit && \
+             printf '[include]\\n\\tpath = ../../outside.cfg\\n' >> .git/config",
+            deep = deep.display()
+        );
+        let out = s.run(&["sh", "-c", &plant]);
+        let err = text(&out.stderr);
+        let label = who.label();
+        assert!(
+            !fs::read_to_string(s.repo.join(".git/worktrees/wt/config.worktree"))
+                .unwrap_or_default()
+                .contains("fsmonitor"),
+            "{label}: {err}"
+        );
+        assert!(!deep.join("hooks/pre-commit").exists(), "{label}: {err}");
+        assert_eq!(
+            fs::read_to_string(&outside).unwrap(),
+            "[core]\n\teditor = vi\n",
+            "{label}: {err}"
+        );
+        assert!(
+            !fs::read_to_string(s.repo.join(".git/config"))
+                .unwrap()
+                .contains("outside.cfg"),
+            "{label}: {err}"
+        );
+    }
+}

@@ -275,15 +275,28 @@ impl Snapshot {
                 }
             }
         }
+        // The git dirs kept inside each: submodules' (`modules/<name>`, where a name may hold
+        // `/`: `modules/a/b`) and linked worktrees' (`worktrees/<name>`), a few levels deep.
         let mut i = 0;
         while i < found.len() {
-            let modules = found[i].1.join("modules");
-            if let Ok(rd) = fs::read_dir(&modules) {
+            let mut dirs: Vec<(PathBuf, usize)> = ["modules", "worktrees"]
+                .iter()
+                .map(|d| (found[i].1.join(d), 0))
+                .collect();
+            while let Some((dir, depth)) = dirs.pop() {
+                let Ok(rd) = fs::read_dir(&dir) else { continue };
                 for e in rd.flatten() {
+                    if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                        continue;
+                    }
                     let g = e.path();
-                    if e.file_type().is_ok_and(|t| t.is_dir()) && g.join("HEAD").is_file() {
+                    let head = fs::symlink_metadata(g.join("HEAD"))
+                        .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
+                    if head {
                         let common = repo::common_dir_of(&g);
                         add(&mut found, g, common);
+                    } else if depth < 4 {
+                        dirs.push((g, depth + 1));
                     }
                 }
             }
@@ -404,7 +417,12 @@ impl Snapshot {
                 .collect();
             if !added.is_empty() {
                 let why = format!("command-running config added: {}", added.join(", "));
-                let inside = p.starts_with(&self.common_dir) || p.starts_with(&self.git_dir);
+                // Where it really is (`.git/../../x` is not in `.git`).
+                let real = p
+                    .parent()
+                    .and_then(|d| fs::canonicalize(d).ok())
+                    .unwrap_or_default();
+                let inside = real.starts_with(&self.common_dir) || real.starts_with(&self.git_dir);
                 if inside || recorded.is_some() {
                     save(&p, why, recorded.as_ref(), &mut out)?;
                 } else {
@@ -560,8 +578,23 @@ pub fn finish_session(
     );
     // A repository the session created has nothing recorded: whatever hook or command-running
     // config it holds now was planted.
-    let created: Vec<Snapshot> = Snapshot::record_workspace(workspace, home)
-        .unwrap_or_default()
+    let mut created: Vec<Snapshot> = Vec::new();
+    let now_found = Snapshot::record_workspace(workspace, home).unwrap_or_default();
+    for now in &now_found {
+        if snapshots.iter().any(|s| s.git_dir == now.git_dir) {
+            continue;
+        }
+        // A git dir new to a recorded repository (a linked worktree's, with its own
+        // `config.worktree`): what it shares with the repository was recorded.
+        if let Some(base) = snapshots.iter().find(|s| s.common_dir == now.common_dir) {
+            created.push(Snapshot {
+                git_dir: now.git_dir.clone(),
+                ..base.clone()
+            });
+        }
+    }
+    created.extend(
+        now_found
         .into_iter()
         .filter(|now| !snapshots.iter().any(|s| s.common_dir == now.common_dir))
         // A gitfile or `commondir` the session made can name any repository, the operator's
@@ -580,8 +613,8 @@ pub fn finish_session(
             hooks: BTreeMap::new(),
             configs: BTreeMap::new(),
             ..now
-        })
-        .collect();
+        }),
+    );
     let mut list = Vec::new();
     for snapshot in snapshots.iter().chain(&created) {
         match snapshot.quarantine(&stamp, home) {
