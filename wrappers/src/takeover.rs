@@ -102,44 +102,26 @@ fn read_recorded(p: &Path) -> io::Result<Option<Recorded>> {
 /// is refused, never followed, so nothing is moved from or written to a directory of the
 /// operator's elsewhere (the exec-dir record, say). `..` is walked as it is on disk.
 fn open_parent(p: &Path) -> io::Result<(std::os::fd::OwnedFd, std::ffi::CString)> {
+    use execguard_policy::sys::{OpenMode, Sys};
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
     let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {
         return Err(io::Error::other(format!("{}: no directory", p.display())));
     };
-    let c = |b: &[u8]| std::ffi::CString::new(b).map_err(io::Error::other);
-    let (dir_c, name_c) = (c(dir.as_os_str().as_bytes())?, c(name.as_bytes())?);
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    // struct open_how { flags, mode, resolve }
-    let how: [u64; 3] = [
-        (libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC) as u64,
-        0,
-        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    ];
-    // SAFETY: `dir_c` is NUL-terminated and `how` a readable open_how of the size passed;
-    // both outlive the call, which returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            dir_c.as_ptr(),
-            how.as_ptr(),
-            std::mem::size_of_val(&how),
-        )
-    };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            e.kind(),
-            format!("{} (a link on the way is refused): {e}", dir.display()),
-        ));
-    }
-    // SAFETY: openat2 returned a new descriptor that nothing else owns.
-    Ok((
-        unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) },
-        name_c,
-    ))
+    let name = std::ffi::CString::new(name.as_bytes()).map_err(io::Error::other)?;
+    // The guard's own exact open (openat2, no symlinks, no magic links), as an O_PATH handle
+    // the *at calls below work from.
+    let fd = execguard_os::LibcSys
+        .open_exact(dir.as_os_str().as_bytes(), OpenMode::PathOnly)
+        .map_err(|errno| {
+            let e = io::Error::from_raw_os_error(errno);
+            io::Error::new(
+                e.kind(),
+                format!("{} (a link on the way is refused): {e}", dir.display()),
+            )
+        })?;
+    // SAFETY: open_exact returned a new descriptor that nothing else owns.
+    Ok((unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }, name))
 }
 
 /// Writes the recorded version back, as a new file: one that appeared at `p` since (a link
