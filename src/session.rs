@@ -48,12 +48,7 @@ pub fn default_policy(
     // file) joins it, as a file: every layer then treats it as written, never run (the guard
     // refuses to load it, Landlock to execute it, the mount namespace makes it noexec).
     let add_file = |file: PathBuf, roots: &mut Vec<PathBuf>| {
-        let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
-            .iter()
-            .any(|r| {
-                file.starts_with(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
-            });
-        if !builtin
+        if !in_builtin_root(&file)
             && !file.starts_with(&workspace)
             && !file.starts_with("/dev")
             && !roots.iter().any(|r| file.starts_with(r))
@@ -355,15 +350,7 @@ fn check_home_path(workspace: &Path) -> Result<()> {
             .canonicalize()
             .unwrap_or_else(|_| dir.to_path_buf())
             .join(name);
-        let written = place.starts_with(workspace)
-            || execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
-                .iter()
-                .any(|r| {
-                    place.starts_with(
-                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r),
-                    )
-                });
-        if written {
+        if place.starts_with(workspace) || in_builtin_root(&place) {
             bail!(
                 "home_untrusted: $HOME ({}) is reached through the link {}, which sessions can change; set HOME to the directory itself",
                 given.display(),
@@ -372,6 +359,14 @@ fn check_home_path(workspace: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Does `path` lie in one of the roots every session writes (`/tmp`, `/var/tmp`, ...)?
+fn in_builtin_root(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+        .iter()
+        .any(|r| path.starts_with(std::ffi::OsStr::from_bytes(r)))
 }
 
 /// `$HOME`, canonical, when it names a directory other than `/`.
