@@ -180,7 +180,7 @@ fn same_bytes_remembered(
     }
     let same = same_bytes(a, b);
     if let (true, Some(r)) = (same, &record) {
-        write_record(r, &(known + &line), r.parent().unwrap_or(Path::new("/")));
+        write_record(r, &(known + &line));
     }
     same
 }
@@ -196,15 +196,17 @@ fn read_record(path: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// Replaces a record of ours with `text`: written to a new file `record-<pid>` in `scratch`
-/// (the shim base: never inside a shim, where a stray entry would make a session starting
-/// meanwhile rebuild it), then renamed over it, so a link a session put in its place (to a
-/// file of the user's elsewhere) is replaced, never written through. Best effort: without the
-/// record the next session just does the work again.
-fn write_record(path: &Path, text: &str, scratch: &Path) {
+/// Replaces a record of ours with `text`: written to a new file `record-<pid>` beside it,
+/// then renamed over it, so a link a session put in its place (to a file of the user's
+/// elsewhere) is replaced, never written through. Best effort: without the record the next
+/// session just does the work again.
+fn write_record(path: &Path, text: &str) {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let new = scratch.join(format!("record-{}", std::process::id()));
+    let new = path
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join(format!("record-{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -935,12 +937,12 @@ mod tests {
         let record = d.join("record");
         std::os::unix::fs::symlink(&elsewhere, &record).unwrap();
         assert_eq!(read_record(&record), None, "a link is not followed");
-        write_record(&record, "new\n", &d);
+        write_record(&record, "new\n");
         assert_eq!(std::fs::read(&elsewhere).unwrap(), b"the user's file\n");
         assert_eq!(read_record(&record).as_deref(), Some("new\n"));
         std::fs::remove_file(&record).unwrap();
         std::fs::hard_link(&elsewhere, &record).unwrap();
-        write_record(&record, "new\n", &d);
+        write_record(&record, "new\n");
         assert_eq!(std::fs::read(&elsewhere).unwrap(), b"the user's file\n");
         std::fs::remove_file(&record).unwrap();
         let fifo = std::ffi::CString::new(record.as_os_str().as_encoded_bytes()).unwrap();
