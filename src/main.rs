@@ -4,6 +4,7 @@ mod carry;
 mod commands;
 mod exec;
 mod input;
+mod paths;
 mod session;
 mod start;
 mod toolchain;

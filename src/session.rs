@@ -32,8 +32,7 @@ pub fn default_policy(
     runtimes: &[RuntimeEntry],
     sides: &HostSides,
 ) -> Result<String> {
-    let workspace = workspace
-        .canonicalize()
+    let workspace = crate::paths::canonical(workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
     if workspace == Path::new("/") {
         bail!("the workspace cannot be /");
@@ -142,8 +141,7 @@ pub fn absolute(path: &Path) -> Result<PathBuf> {
     let name = path
         .file_name()
         .with_context(|| format!("{} names no file", path.display()))?;
-    let dir = parent
-        .canonicalize()
+    let dir = crate::paths::canonical(parent)
         .with_context(|| format!("directory of {}", path.display()))?;
     Ok(dir.join(name))
 }
@@ -156,11 +154,10 @@ pub fn guard_library() -> Result<PathBuf> {
         if p.file_name().and_then(|n| n.to_str()) != Some(LIB_NAME) {
             bail!("EXECGUARD_LIB must name a file called {LIB_NAME}");
         }
-        return p
-            .canonicalize()
+        return crate::paths::canonical(&p)
             .with_context(|| format!("EXECGUARD_LIB={}", p.display()));
     }
-    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let exe = crate::paths::current_exe().context("cannot find this executable")?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [
         dir.join(LIB_NAME),
@@ -172,7 +169,7 @@ pub fn guard_library() -> Result<PathBuf> {
     ];
     for c in &candidates {
         if c.is_file() {
-            return Ok(c.canonicalize()?);
+            return Ok(crate::paths::canonical(c)?);
         }
     }
     bail!("cannot find {LIB_NAME} beside {} or in /usr/local/lib/execguard (build it with `cargo build --release`, or set EXECGUARD_LIB)", exe.display())
@@ -346,8 +343,7 @@ fn check_home_path(workspace: &Path) -> Result<()> {
         let (Some(dir), Some(name)) = (at.parent(), at.file_name()) else {
             continue;
         };
-        let place = dir
-            .canonicalize()
+        let place = crate::paths::canonical(dir)
             .unwrap_or_else(|_| dir.to_path_buf())
             .join(name);
         if place.starts_with(workspace) || in_builtin_root(&place) {
@@ -374,13 +370,12 @@ pub fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|h| h.is_absolute())
-        .and_then(|h| h.canonicalize().ok())
+        .and_then(|h| crate::paths::canonical(&h).ok())
         .filter(|h| h != Path::new("/") && h.is_dir())
 }
 
 fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
-    let workspace = workspace
-        .canonicalize()
+    let workspace = crate::paths::canonical(workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
     check_home_path(&workspace)?;
     let home = home();
@@ -470,7 +465,7 @@ fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
             return Ok(());
         }
     }
-    let canonical = existing.canonicalize()?;
+    let canonical = crate::paths::canonical(&existing)?;
     if canonical != existing || std::fs::symlink_metadata(&existing).is_ok_and(|m| !m.is_dir()) {
         bail!(
             "exec_dir_record_untrusted: {} is reached through a symlink (to {}); remove the link, execguard run makes the directory itself",
@@ -568,7 +563,7 @@ fn sides_from(
     let mut found: Vec<PathBuf> = match home {
         Some(home) => candidates
             .iter()
-            .filter_map(|c| c.canonicalize().ok())
+            .filter_map(|c| crate::paths::canonical(c).ok())
             .filter(|c| c.is_dir() && c.starts_with(home) && c != home)
             // Neither inside the workspace nor holding it: the workspace is never executable.
             .filter(|c| !c.starts_with(workspace) && !workspace.starts_with(c))
@@ -594,7 +589,7 @@ fn sides_from(
     let removed: Vec<PathBuf> = choice
         .remove
         .iter()
-        .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
+        .map(|r| crate::paths::canonical(r).unwrap_or_else(|_| r.clone()))
         .collect();
     found.retain(|d| !removed.iter().any(|r| d.starts_with(r)));
     found.sort();
@@ -615,7 +610,7 @@ fn sides_from(
 fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     dirs.iter()
         .map(|d| {
-            d.canonicalize()
+            crate::paths::canonical(d)
                 .ok()
                 .filter(|c| c.is_dir())
                 .with_context(|| {

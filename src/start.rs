@@ -136,7 +136,7 @@ pub fn operator_homes() -> Vec<PathBuf> {
     }
     homes
         .into_iter()
-        .filter_map(|h| h.canonicalize().ok())
+        .filter_map(|h| crate::paths::canonical(&h).ok())
         .filter(|h| h != Path::new("/"))
         .collect()
 }
@@ -144,7 +144,7 @@ pub fn operator_homes() -> Vec<PathBuf> {
 /// The workspace, canonical, or a typed refusal: `workspace_not_directory` (a file given as
 /// `--workspace` would leave the real project unprotected), `workspace_too_broad`.
 pub fn check_workspace(workspace: &Path) -> Result<PathBuf> {
-    let canonical = workspace.canonicalize().map_err(|e| {
+    let canonical = crate::paths::canonical(workspace).map_err(|e| {
         anyhow::anyhow!(
             "workspace_not_directory: workspace {}: {e}; name the project directory",
             workspace.display()

@@ -67,7 +67,7 @@ impl RuntimeEntry {
 /// the workspace, and where the guard library is looked for first), then in the image's and
 /// the usual install locations.
 pub fn wrapper_binary(tool: Tool) -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let exe = crate::paths::current_exe().context("cannot find this executable")?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [
         dir.join(tool.wrapper_file),
@@ -77,7 +77,7 @@ pub fn wrapper_binary(tool: Tool) -> Result<PathBuf> {
     ];
     for c in &candidates {
         if c.is_file() {
-            return c.canonicalize().with_context(|| format!("{}", c.display()));
+            return crate::paths::canonical(c).with_context(|| format!("{}", c.display()));
         }
     }
     bail!(
@@ -107,7 +107,7 @@ fn on_path(name: &str, path_var: Option<&OsStr>) -> Vec<PathBuf> {
 fn is_executable_file(p: &Path) -> Option<PathBuf> {
     let meta = std::fs::metadata(p).ok()?;
     (meta.is_file() && meta.mode() & 0o111 != 0)
-        .then(|| p.canonicalize().ok())
+        .then(|| crate::paths::canonical(p).ok())
         .flatten()
 }
 
@@ -139,7 +139,7 @@ fn find_git_exec_path(git: &Path) -> Option<PathBuf> {
         if c.file_name() != Some(OsStr::new("git-core")) {
             return None;
         }
-        let c = c.canonicalize().ok()?;
+        let c = crate::paths::canonical(&c).ok()?;
         let other = c.join("git");
         let m = std::fs::metadata(&other).ok()?;
         if !m.is_file() {
@@ -357,7 +357,7 @@ pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
         // Canonical: the wrapper compares the shim's links, as text, with its own name.
         let wrapper = os_path(first.wrapper);
         plan.wrappers
-            .push((tool, wrapper.canonicalize().unwrap_or(wrapper)));
+            .push((tool, crate::paths::canonical(&wrapper).unwrap_or(wrapper)));
         if tool == GIT {
             let git = os_path(first.path);
             let exec_path = git_exec_path_of(&git).with_context(|| {
@@ -415,7 +415,7 @@ pub fn shim_base() -> Result<PathBuf> {
         .map(PathBuf::from)
         .filter(|d| d.is_absolute() && private_dir(d).is_ok())
     {
-        Some(d) => d.canonicalize()?.join("execguard"),
+        Some(d) => crate::paths::canonical(&d)?.join("execguard"),
         None => PathBuf::from(format!("/tmp/execguard-{}", uid())),
     };
     match std::fs::DirBuilder::new().mode(0o700).create(&base) {

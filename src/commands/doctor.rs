@@ -150,7 +150,9 @@ fn static_programs_on_path() -> Vec<PathBuf> {
         };
         for e in entries.flatten() {
             let p = e.path();
-            let Ok(real) = p.canonicalize() else { continue };
+            let Ok(real) = crate::paths::canonical(&p) else {
+                continue;
+            };
             let Ok(meta) = real.metadata() else { continue };
             if !meta.is_file()
                 || meta.permissions().mode() & 0o111 == 0

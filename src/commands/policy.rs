@@ -71,7 +71,7 @@ fn validate(file: &std::path::Path) -> Result<ExitCode> {
         let p = std::path::Path::new(std::ffi::OsStr::new(
             std::str::from_utf8(root).unwrap_or_default(),
         ));
-        if let Ok(real) = p.canonicalize() {
+        if let Ok(real) = crate::paths::canonical(p) {
             if real != p {
                 eprintln!("execguard: policy_invalid: {}: mutable root {} resolves to {}: name the canonical path", file.display(), p.display(), real.display());
                 problems += 1;
