@@ -608,6 +608,69 @@ fn a_half_made_namespace_is_refused_or_reported_as_it_is() {
     }
 }
 
+/// A non-root user's namespace that is entered and then refused (an LSM that gives it no
+/// capabilities, here the test hook right after `unshare`) is never worked in: a session that
+/// needs the mounts is refused, without the namespace's probe; one that may go without them
+/// (`--allow-exec-mappings`) finds out in the probe's child and runs outside any namespace,
+/// its ids as they are, with the Landlock partition alone.
+#[test]
+fn a_user_namespace_refused_after_unshare_is_never_worked_in() {
+    let wx = wx_probe();
+    for who in identities().into_iter().filter(|w| !w.is_root()) {
+        let w = World::new(who, "unfinished-namespace");
+        std::fs::create_dir_all(w.home.join("notes")).unwrap();
+        who.own(&w.home);
+        let script = format!(
+            "echo a > ~/notes/n && echo NOTES_OK; id -u; \
+             cp /bin/true ~/notes/t && {wx} exec ~/notes/t",
+            wx = s(&wx)
+        );
+        let run = |flags: &[&str]| {
+            let mut c = Command::new(&tools().cli);
+            who.apply(&mut c);
+            c.args(["run", "-v"])
+                .args(flags)
+                .arg("--workspace")
+                .arg(&w.ws)
+                .args(["--", "sh", "-c", &script])
+                .env("HOME", &w.home)
+                .env("EXECGUARD_TEST_FAIL_BIND", "enter")
+                .current_dir(&w.ws)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        };
+        let label = who.label();
+        let out = run(&[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "[{label}] {stderr}");
+        assert!(!text(&out.stdout).contains("NOTES_OK"), "[{label}]");
+        assert!(
+            stderr.contains("noexec_unavailable: EXECGUARD_TEST_FAIL_BIND=enter")
+                && stderr.contains("cannot leave")
+                && stderr.contains("--allow-exec-mappings"),
+            "[{label}] {stderr}"
+        );
+        let out = run(&["--allow-exec-mappings"]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(stdout.contains("NOTES_OK"), "[{label}] {stdout}\n{stderr}");
+        assert!(
+            stdout.contains(&format!("\n{}\n", who.uid())),
+            "[{label}] ids as they are: {stdout}"
+        );
+        assert!(
+            stdout.contains("FAILED execve 13"),
+            "[{label}] {stdout}\n{stderr}"
+        );
+        assert!(
+            stderr.contains("mount namespace: none")
+                && stderr.contains("assurance: reduced:mappings_guard_only")
+                && stderr.contains("EXECGUARD_TEST_FAIL_BIND=enter"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
 /// A mount inside an exec dir is read-only in the session with the exec dir (a remount is not
 /// recursive, so each is its own), and noexec like every mount under the write set (it may be
 /// a bind of a directory the session writes through another name). Before, only the exec

@@ -145,7 +145,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.policy.is_some() || loaded.source == Source::Environment {
         let plan = toolchain::shim_plan(&policy)?;
         for (tool, wrapper) in &plan.wrappers {
-            let canonical = wrapper.canonicalize().map_err(|e| {
+            let canonical = crate::paths::canonical(wrapper).map_err(|e| {
                 anyhow::anyhow!("the {} wrapper {}: {e}", tool.name, wrapper.display())
             })?;
             if let Some(root) = policy.mutable_root_of(canonical.as_os_str().as_bytes()) {
@@ -224,7 +224,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
         let report = session::seal(&policy, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
-            execguard_seal::SealError::Noexec { .. } => anyhow::anyhow!(
+            execguard_seal::SealError::Noexec { .. }
+            | execguard_seal::SealError::NamespaceUnfinished { .. } => anyhow::anyhow!(
                 "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"
             ),
             e => anyhow::anyhow!("{e}"),

@@ -109,6 +109,9 @@ pub enum SealError {
     Seccomp { detail: String },
     /// The `noexec` mounts were required and could not be made.
     Noexec { detail: String },
+    /// A user namespace was entered and could not be finished (its ids mapped, its mounts
+    /// made a slave of the parent's): this process cannot leave it, so it only exits.
+    NamespaceUnfinished { detail: String },
     /// Part of the write set is also reachable by a name outside it ([`mounts::aliases`]).
     WriteSetAliased { root: PathBuf, name: PathBuf },
     /// An exec dir is also reachable on the write side, or shows write-set content.
@@ -125,7 +128,9 @@ impl SealError {
             SealError::Apply { .. } => "seal_failed",
             SealError::NotEnforced => "seal_not_enforced",
             SealError::Seccomp { .. } => "seccomp_failed",
-            SealError::Noexec { .. } => "noexec_unavailable",
+            SealError::Noexec { .. } | SealError::NamespaceUnfinished { .. } => {
+                "noexec_unavailable"
+            }
             SealError::WriteSetAliased { .. } => "write_set_aliased",
             SealError::ExecDirAliased { .. } => "exec_dir_aliased",
             SealError::AliasUnresolved { .. } => "write_set_aliased",
@@ -150,6 +155,10 @@ impl std::fmt::Display for SealError {
             ),
             SealError::Seccomp { detail } => write!(f, "{code}: {detail}"),
             SealError::Noexec { detail } => write!(f, "{code}: {detail}"),
+            SealError::NamespaceUnfinished { detail } => write!(
+                f,
+                "{code}: {detail} (in the session's new user namespace, which this process cannot leave)"
+            ),
             SealError::WriteSetAliased { root, name } => write!(
                 f,
                 "{code}: {} is also reachable as {} (another mount shows the same files), where what the session writes would run; add that name to mutable_roots, or unmount it",
@@ -322,17 +331,23 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
         let m = mounts::report(partition);
         !m.is_empty() && m.iter().all(|m| m.noexec)
     };
-    // A user namespace cannot be left once entered: `probe` tries it in a child first, so a
-    // kernel or LSM that refuses part of it (Ubuntu's restricted user namespaces) never
-    // leaves this process inside one with its ids unmapped. A bind that fails after that
-    // leaves the mounts made so far, which only take exec or writes away: the namespace is
-    // kept (and reported incomplete), but counts as not made.
-    let (namespace, failure) = match options.mounts {
-        MountsMode::Off => (None, None),
-        _ => match mounts::probe().and_then(|()| mounts::isolate(partition)) {
-            Ok((namespace, failed)) => (Some(namespace), failed),
-            Err(e) => (None, Some(e)),
-        },
+    // A user namespace cannot be left once entered, and a kernel or LSM may refuse part of it
+    // (Ubuntu's restricted user namespaces): that process can only exit. A required namespace
+    // is tried here directly, since without it the session is refused anyway. One that may be
+    // done without is tried in a child first (`probe`, about 0.3 ms of CPU), so that the
+    // session can go on without it. A bind that fails after that leaves the mounts made so
+    // far, which only take exec or writes away: the namespace is kept (and reported
+    // incomplete), but counts as not made.
+    let tried = match options.mounts {
+        MountsMode::Off => None,
+        MountsMode::Required => Some(mounts::isolate(partition)),
+        MountsMode::BestEffort => Some(mounts::probe().and_then(|()| mounts::isolate(partition))),
+    };
+    let (namespace, failure) = match tried {
+        None => (None, None),
+        Some(Ok((namespace, failed))) => (Some(namespace), failed),
+        Some(Err(e @ SealError::NamespaceUnfinished { .. })) => return Err(e),
+        Some(Err(e)) => (None, Some(e)),
     };
     let made = namespace.is_some() && failure.is_none();
     if let Some(e) = failure {

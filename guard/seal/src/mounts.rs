@@ -23,7 +23,8 @@ pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
 
 /// Test hook: make the namespace, then fail the bind step this names (`noexec`: before the
 /// write set is remounted noexec; `read_only`: before the exec dirs are made read-only), as a
-/// bind the kernel refuses would (test builds only).
+/// bind the kernel refuses would; `enter`: fail a non-root user's namespace right after
+/// `unshare`, as an LSM that gives it no capabilities would (test builds only).
 #[cfg(any(test, feature = "test-hooks"))]
 pub const FAIL_BIND_ENV: &str = "EXECGUARD_TEST_FAIL_BIND";
 
@@ -643,10 +644,11 @@ fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
     })
 }
 
-/// Does [`enter`] work here? Asked only where a failure of it could not be undone: a non-root
-/// user's new user namespace cannot be left, and a kernel or LSM may accept it and then refuse
-/// what comes next (Ubuntu's restricted user namespaces give it no capabilities), which would
-/// leave this process inside one with its ids unmapped. Root's mount namespace needs no such
+/// Does [`enter`] work here? Asked only where a failure of it could not be undone and the
+/// session should go on without it (`MountsMode::BestEffort`): a non-root user's new user
+/// namespace cannot be left, and a kernel or LSM may accept it and then refuse what comes next
+/// (Ubuntu's restricted user namespaces give it no capabilities), which would leave this
+/// process inside one with its ids unmapped. Root's mount namespace needs no such
 /// question: a failed step leaves a private copy of the mounts it had. So it is tried in a
 /// forked child, which reports how it went; the caller must be single-threaded (as for
 /// [`isolate`]).
@@ -669,7 +671,12 @@ pub fn probe() -> Result<(), SealError> {
         let code = match enter() {
             Ok(_) => 0,
             Err(e) => {
-                let msg = e.to_string();
+                let msg = match e {
+                    SealError::Noexec { detail } | SealError::NamespaceUnfinished { detail } => {
+                        detail
+                    }
+                    e => e.to_string(),
+                };
                 // SAFETY: writes the message from a live buffer to the pipe's write end.
                 unsafe { libc::write(fds[1], msg.as_ptr().cast(), msg.len()) };
                 1
@@ -707,9 +714,7 @@ pub fn probe() -> Result<(), SealError> {
         detail: if msg.is_empty() {
             format!("the namespace probe ended with status {status}")
         } else {
-            String::from_utf8_lossy(&msg)
-                .trim_start_matches("noexec_unavailable: ")
-                .to_string()
+            String::from_utf8_lossy(&msg).into_owned()
         },
     })
 }
@@ -745,25 +750,36 @@ pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), 
 fn enter() -> Result<&'static str, SealError> {
     // SAFETY: geteuid/getegid have no preconditions.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let kind = if uid == 0 {
+    if uid == 0 {
         // SAFETY: unshare takes only flags; it affects this process alone.
         if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
             return Err(fail("unshare(CLONE_NEWNS)", Path::new("/")));
         }
-        "mount"
-    } else {
-        // SAFETY: as above.
-        if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
-            return Err(fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)", Path::new("/")));
+        // Nothing made here may reach the parent namespace.
+        mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
+        return Ok("mount");
+    }
+    // SAFETY: as above.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+        return Err(fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)", Path::new("/")));
+    }
+    // From here on this process is inside the user namespace for good.
+    let finish = || -> Result<(), SealError> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        if std::env::var(FAIL_BIND_ENV).is_ok_and(|v| v == "enter") {
+            return Err(SealError::Noexec {
+                detail: format!("{FAIL_BIND_ENV}=enter is set (test hook)"),
+            });
         }
         write_proc("/proc/self/setgroups", "deny")?;
         write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
         write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
-        "user+mount"
+        mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)
     };
-    // Nothing made here may reach the parent namespace.
-    mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
-    Ok(kind)
+    finish().map(|()| "user+mount").map_err(|e| match e {
+        SealError::Noexec { detail } => SealError::NamespaceUnfinished { detail },
+        e => e,
+    })
 }
 
 /// The binds of the partition in the namespace [`enter`] made, recording the mount points
