@@ -157,12 +157,10 @@ pub fn draw(results: &Results, path: &Path, text: bool) -> DrawResult {
         }
     }
 
-    // Budget from issue 2, where it applies.
+    // The budget, where it applies.
     for (wi, w) in rows.iter().enumerate() {
-        let limit = match w.id.as_str() {
-            "exec_chain" => 1.12,
-            "shell_loop" => 1.05,
-            _ => continue,
+        let Some(limit) = crate::report::budget_of(&w.id) else {
+            continue;
         };
         let y = wi as f64;
         chart.draw_series(std::iter::once(PathElement::new(
@@ -226,8 +224,12 @@ pub fn draw(results: &Results, path: &Path, text: bool) -> DrawResult {
             }
         }
         let note = TextStyle::from((FAMILY, 13).into_font()).color(&RED);
+        let ticks: Vec<String> = crate::report::PROCESS_BUDGETS
+            .iter()
+            .map(|(_, limit, what)| format!("{what} {limit:.2}x"))
+            .collect();
         root.draw(&Text::new(
-            "red tick: budget (issue 2): exec chain 1.12x, shell loop 1.05x",
+            format!("red tick: budget: {}", ticks.join(", ")),
             (left, height as i32 - 18),
             note,
         ))?;

@@ -662,10 +662,7 @@ fn budget_checks(
         ""
     };
     let mut out = Vec::new();
-    for (id, limit, what) in [
-        ("exec_chain", 1.12, "exec chain"),
-        ("shell_loop", 1.05, "shell loop of /bin/true"),
-    ] {
+    for &(id, limit, what) in report::PROCESS_BUDGETS {
         let fl = floors(id, |r| r.ratio_plain.map(|x| format!("{x:.3}x")));
         let borderline = matches!(
             guard_of(id),
@@ -699,12 +696,42 @@ fn budget_checks(
             .map(|w| w.title.clone())
             .unwrap_or_else(|| what.to_string());
         out.push(BudgetCheck {
-            check: title,
+            check: title.clone(),
             limit: format!("≤ {limit:.2}x plain"),
             measured,
             met,
             borderline,
             note: format!("{note}{fl}"),
+        });
+        // The guard's own share: against the larger of the two empty libraries' ratios, so
+        // against the floor that leaves it the least.
+        let floor = ws.iter().find(|w| w.id == id).and_then(|w| {
+            w.results
+                .iter()
+                .filter(|r| r.variant.starts_with("floor") && r.failed.is_none())
+                .filter_map(|r| Some((r.variant.clone(), r.ratio_plain?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+        });
+        let (measured, met, note) = match (guard_of(id), floor) {
+            (Some(Ok(r)), Some((name, f))) => match r.ratio_plain {
+                Some(x) => (
+                    Some(format!("{:.3}x {name}", x / f)),
+                    Some(x / f <= report::FLOOR_BUDGET),
+                    format!("guard {x:.3}x ÷ {name} {f:.3}x (the lower floor: the guard's share is largest against it).{qnote}"),
+                ),
+                None => (None, None, "no plain baseline".to_string()),
+            },
+            (Some(Err(e)), _) => (None, None, e),
+            (_, None) => (None, None, "no floor measured".to_string()),
+            (None, _) => (None, None, "not measured".to_string()),
+        };
+        out.push(BudgetCheck {
+            check: format!("{title}, guard ÷ empty floor"),
+            limit: format!("≤ {:.2}x the floor", report::FLOOR_BUDGET),
+            measured,
+            met,
+            borderline: false,
+            note,
         });
     }
     let instr_note = instr
@@ -734,7 +761,7 @@ fn budget_checks(
                         .map(|(a, b)| format!("{:+.2}", a - b))
                         .unwrap_or("–".into()),
                 )),
-                Some(d <= 5.0),
+                Some(d <= report::WARM_ALLOW_BUDGET_US),
                 format!(
                     "median wall time of a warm `execve` call (refused by the kernel, so no process is created), guard minus plain; \
                      an estimate of the warm allow decision.{instr_note}{qnote}"
@@ -750,7 +777,7 @@ fn budget_checks(
     });
     out.push(BudgetCheck {
         check: "warm allow decision".into(),
-        limit: "≤ 5 µs".into(),
+        limit: format!("≤ {} µs", report::WARM_ALLOW_BUDGET_US),
         measured,
         met,
         borderline: false,

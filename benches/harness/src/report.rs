@@ -126,6 +126,23 @@ pub struct WorkloadResult {
     pub results: Vec<VariantResult>,
 }
 
+/// The guard issue's budget for the process workloads (docs: issue 11): the guard's ratio to
+/// plain, each also at most [`FLOOR_BUDGET`] times the empty floor's.
+pub const PROCESS_BUDGETS: &[(&str, f64, &str)] = &[
+    ("exec_chain", 1.08, "exec chain"),
+    ("shell_loop", 1.05, "shell loop of /bin/true"),
+];
+pub const FLOOR_BUDGET: f64 = 1.04;
+/// A warm allow decision, guard minus plain.
+pub const WARM_ALLOW_BUDGET_US: f64 = 5.0;
+
+pub fn budget_of(id: &str) -> Option<f64> {
+    PROCESS_BUDGETS
+        .iter()
+        .find(|(w, _, _)| *w == id)
+        .map(|&(_, limit, _)| limit)
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BudgetCheck {
     pub check: String,
@@ -344,7 +361,7 @@ pub fn markdown(r: &Results) -> String {
     );
 
     if !r.budget.is_empty() {
-        let _ = writeln!(o, "\n## Budget (issue 2)\n");
+        let _ = writeln!(o, "\n## Budget (the guard issue)\n");
         let _ = writeln!(
             o,
             "Borderline: the budget lies inside the p10–p90 range of the paired ratios, so this \

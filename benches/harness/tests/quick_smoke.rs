@@ -141,7 +141,21 @@ fn quick_run_writes_report_chart_and_json_with_every_workload() {
         .filter_map(|k| k.as_str())
         .collect();
     assert!(keys.contains(&"EXECGUARD_BENCH_TEST") && keys.contains(&"PATH"));
-    assert_eq!(json["budget"].as_array().map(Vec::len), Some(3));
+    // Each process workload against plain and against the floor, and the warm decision.
+    let budget = json["budget"].as_array().expect("budget");
+    assert_eq!(budget.len(), 5);
+    for (check, limit) in [
+        ("exec chain", "≤ 1.08x plain"),
+        ("exec chain", "≤ 1.04x the floor"),
+        ("sh loop", "≤ 1.05x plain"),
+        ("sh loop", "≤ 1.04x the floor"),
+        ("warm allow decision", "≤ 5 µs"),
+    ] {
+        let found = budget.iter().any(|b| {
+            b["check"].as_str().is_some_and(|c| c.starts_with(check)) && b["limit"] == limit
+        });
+        assert!(found, "no budget row {check} {limit}: {budget:?}");
+    }
 
     // The stored results alone re-render the same report.
     let again = tmp.0.join("rendered");
