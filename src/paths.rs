@@ -11,6 +11,7 @@
 //! asks before the session exists, and nothing it remembers is a name it later replaces.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -20,16 +21,17 @@ use std::sync::Mutex;
 /// answers `ELOOP` as the kernel does).
 const MAX_LINKS: u32 = 40;
 
-static KNOWN: Mutex<Option<HashMap<PathBuf, PathBuf>>> = Mutex::new(None);
+/// Keyed by the name's bytes: hashing a `Path` parses its components.
+static KNOWN: Mutex<Option<HashMap<OsString, PathBuf>>> = Mutex::new(None);
 
 fn known(p: &Path) -> Option<PathBuf> {
-    KNOWN.lock().ok()?.as_ref()?.get(p).cloned()
+    KNOWN.lock().ok()?.as_ref()?.get(p.as_os_str()).cloned()
 }
 
 fn remember(p: &Path, real: &Path) {
     if let Ok(mut k) = KNOWN.lock() {
         k.get_or_insert_with(HashMap::new)
-            .insert(p.to_path_buf(), real.to_path_buf());
+            .insert(p.as_os_str().to_os_string(), real.to_path_buf());
     }
 }
 
