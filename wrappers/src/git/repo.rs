@@ -18,11 +18,14 @@ pub struct Discovered {
 /// git's `is_git_directory`: `HEAD` here, `objects` and `refs` in the common dir (a linked
 /// worktree's git dir has neither of its own).
 fn is_git_dir(d: &Path) -> bool {
-    let common = common_dir_of(d);
     // git's `validate_headref` takes a symlink `HEAD` too (to `refs/...`, dangling or not).
     let head = fs::symlink_metadata(d.join("HEAD"))
         .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
-    head && common.join("objects").is_dir() && common.join("refs").is_dir()
+    // Most directories on the way up have no `HEAD`: their `commondir` is not read.
+    head && {
+        let common = common_dir_of(d);
+        common.join("objects").is_dir() && common.join("refs").is_dir()
+    }
 }
 
 /// A file's text as git reads a one-line file (`gitdir:`, `commondir`): only the line ends
@@ -68,7 +71,9 @@ pub fn discover(start: &Path) -> Option<Discovered> {
     let mut dir: Option<&Path> = Some(&start);
     while let Some(d) = dir {
         let dotgit = d.join(".git");
-        if dotgit.is_dir() && is_git_dir(&dotgit) {
+        // One look at `.git` (followed, as git follows it) for both of its forms.
+        let kind = fs::metadata(&dotgit).ok();
+        if kind.as_ref().is_some_and(|m| m.is_dir()) && is_git_dir(&dotgit) {
             let git_dir = fs::canonicalize(&dotgit).ok()?;
             return Some(Discovered {
                 common_dir: common_dir_of(&git_dir),
@@ -76,7 +81,7 @@ pub fn discover(start: &Path) -> Option<Discovered> {
                 work_tree: Some(d.to_path_buf()),
             });
         }
-        if dotgit.is_file() {
+        if kind.as_ref().is_some_and(|m| m.is_file()) {
             if let Some(git_dir) = read_gitfile(&dotgit) {
                 if is_git_dir(&git_dir) {
                     return Some(Discovered {
