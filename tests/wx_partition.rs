@@ -75,6 +75,11 @@ impl World {
     /// `execguard run --workspace WS [extra] -- sh -c SCRIPT` as this identity, with this
     /// world's home and `~/.local/bin` first on PATH.
     fn session(&self, extra: &[&str], script: &str) -> Output {
+        self.session_env(extra, &[], script)
+    }
+
+    /// [`World::session`] with these variables set too (the test hooks).
+    fn session_env(&self, extra: &[&str], env: &[(&str, &str)], script: &str) -> Output {
         let mut c = Command::new(&tools().cli);
         self.who.apply(&mut c);
         c.arg("run")
@@ -87,6 +92,7 @@ impl World {
                 "PATH",
                 format!("{}:/usr/local/bin:/usr/bin:/bin", s(&self.local_bin)),
             )
+            .envs(env.iter().copied())
             .current_dir(&self.ws)
             .stdin(Stdio::null());
         c.output().unwrap()
@@ -555,20 +561,8 @@ fn a_half_made_namespace_is_refused_or_reported_as_it_is() {
                 wx = s(&wx)
             );
             let run = |flags: &[&str]| {
-                let mut c = Command::new(&tools().cli);
-                who.apply(&mut c);
-                c.args(["run", "-v"])
-                    .args(flags)
-                    .arg("--workspace")
-                    .arg(&w.ws)
-                    .args(["--", "sh", "-c", &script])
-                    .env("HOME", &w.home)
-                    .env("PATH", format!("{}:/usr/bin:/bin", s(&w.local_bin)))
-                    .env("EXECGUARD_TEST_FAIL_BIND", step)
-                    .current_dir(&w.ws)
-                    .stdin(Stdio::null())
-                    .output()
-                    .unwrap()
+                let extra: Vec<&str> = ["-v"].iter().chain(flags).copied().collect();
+                w.session_env(&extra, &[("EXECGUARD_TEST_FAIL_BIND", step)], &script)
             };
             let label = format!("{} {step}", who.label());
             let out = run(&[]);
@@ -626,19 +620,8 @@ fn a_user_namespace_refused_after_unshare_is_never_worked_in() {
             wx = s(&wx)
         );
         let run = |flags: &[&str]| {
-            let mut c = Command::new(&tools().cli);
-            who.apply(&mut c);
-            c.args(["run", "-v"])
-                .args(flags)
-                .arg("--workspace")
-                .arg(&w.ws)
-                .args(["--", "sh", "-c", &script])
-                .env("HOME", &w.home)
-                .env("EXECGUARD_TEST_FAIL_BIND", "enter")
-                .current_dir(&w.ws)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
+            let extra: Vec<&str> = ["-v"].iter().chain(flags).copied().collect();
+            w.session_env(&extra, &[("EXECGUARD_TEST_FAIL_BIND", "enter")], &script)
         };
         let label = who.label();
         let out = run(&[]);
