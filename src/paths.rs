@@ -17,56 +17,83 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
-/// Symbolic links followed in one lookup before it is left to `realpath` (which then
-/// answers `ELOOP` as the kernel does).
+/// Symbolic links one name may lead through, as glibc's `realpath` counts them
+/// (`__eloop_threshold`): one more is `ELOOP`.
 const MAX_LINKS: u32 = 40;
 
+/// Each name looked up, with its canonical name and the links its lookup went through.
 /// Keyed by the name's bytes: hashing a `Path` parses its components.
-static KNOWN: Mutex<Option<HashMap<OsString, PathBuf>>> = Mutex::new(None);
+static KNOWN: Mutex<Option<HashMap<OsString, (PathBuf, u32)>>> = Mutex::new(None);
 
-fn known(p: &Path) -> Option<PathBuf> {
+fn known(p: &Path) -> Option<(PathBuf, u32)> {
     KNOWN.lock().ok()?.as_ref()?.get(p.as_os_str()).cloned()
 }
 
-fn remember(p: &Path, real: &Path) {
+fn remember(p: &Path, found: &(PathBuf, u32)) {
     if let Ok(mut k) = KNOWN.lock() {
         k.get_or_insert_with(HashMap::new)
-            .insert(p.as_os_str().to_os_string(), real.to_path_buf());
+            .insert(p.as_os_str().to_os_string(), found.clone());
     }
 }
 
-/// `p`'s canonical name, as `std::fs::canonicalize` gives it (the same errors too).
+/// `p`'s canonical name, as `std::fs::canonicalize` gives it (the same errors too; a name with
+/// `..`, `.`, a trailing `/` or a relative name is left to it). One difference: a link whose
+/// target holds `..` is resolved by `realpath` afresh, so a chain of more than 40 links
+/// through such targets may still resolve (to its true canonical name) where `realpath` alone
+/// answers `ELOOP`.
+///
+/// Not for a check that a name leads through no link now (the answer may be remembered from
+/// earlier): those call `std::fs::canonicalize`.
 pub fn canonical(p: &Path) -> io::Result<PathBuf> {
-    resolve(p, 0)
+    let (real, _) = resolve(p, 0)?;
+    Ok(real)
 }
 
-fn resolve(p: &Path, links: u32) -> io::Result<PathBuf> {
+fn too_many_links() -> io::Error {
+    io::Error::from_raw_os_error(libc::ELOOP)
+}
+
+/// `p`'s canonical name and the links its lookup goes through, when `spent` links were
+/// followed already on the way to it.
+fn resolve(p: &Path, spent: u32) -> io::Result<(PathBuf, u32)> {
     // Relative names depend on the directory, `..` on what the name before it really is,
-    // and a trailing `/` asks for a directory: `realpath` answers those.
+    // and a trailing `/` or a `.` (which `Path` drops) asks for a directory: `realpath`
+    // answers those.
+    let bytes = p.as_os_str().as_bytes();
     let plain = p.is_absolute()
-        && !p.as_os_str().as_bytes().ends_with(b"/")
+        && !bytes.ends_with(b"/")
+        && !bytes.ends_with(b"/.")
+        && !bytes.windows(3).any(|w| w == b"/./")
         && !p.components().any(|c| c == Component::ParentDir);
-    if !plain || links > MAX_LINKS {
-        return p.canonicalize();
+    if !plain {
+        return Ok((p.canonicalize()?, 0));
     }
-    if let Some(real) = known(p) {
-        return Ok(real);
+    if let Some(found) = known(p) {
+        if spent + found.1 > MAX_LINKS {
+            return Err(too_many_links());
+        }
+        return Ok(found);
     }
     let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
-        return p.canonicalize(); // `/`
+        return Ok((p.canonicalize()?, 0)); // `/`
     };
-    let here = resolve(parent, links)?.join(name);
-    let real = match std::fs::read_link(&here) {
-        // A relative target is read from the link's own (canonical) directory.
-        Ok(target) => resolve(
-            &here.parent().unwrap_or(Path::new("/")).join(target),
-            links + 1,
-        )?,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => here,
+    let (dir, links) = resolve(parent, spent)?;
+    let here = dir.join(name);
+    let found = match std::fs::read_link(&here) {
+        Ok(target) => {
+            let used = spent + links + 1;
+            if used > MAX_LINKS {
+                return Err(too_many_links());
+            }
+            // A relative target is read from the link's own (canonical) directory.
+            let (real, more) = resolve(&dir.join(target), used)?;
+            (real, links + 1 + more)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (here, links),
         Err(e) => return Err(e),
     };
-    remember(p, &real);
-    Ok(real)
+    remember(p, &found);
+    Ok(found)
 }
 
 /// This executable's canonical name (`/proc/self/exe`, read once).
@@ -88,9 +115,9 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     /// Every kind of name gets `realpath`'s answer: plain, through relative and absolute
-    /// links, chains, links to links in other directories, `..`, a trailing `/`, dangling
-    /// links, loops, a file used as a directory; asked twice (the second answer is the
-    /// remembered one).
+    /// links, chains, links to links in other directories, `..`, a trailing `/` or `/.`,
+    /// dangling links, loops, chains one link short of and over `realpath`'s limit, a file
+    /// used as a directory; asked twice (the second answer is the remembered one).
     #[test]
     fn answers_as_realpath_does() {
         let t = tempfile::tempdir().unwrap();
@@ -104,6 +131,19 @@ mod tests {
         symlink("missing", d.join("dangling")).unwrap();
         symlink("loop-b", d.join("loop-a")).unwrap();
         symlink("loop-a", d.join("loop-b")).unwrap();
+        symlink("real/sub/file", d.join("lf")).unwrap();
+        symlink("sub/file/.", d.join("real/lfdot")).unwrap();
+        // Chains of 40 and 41 links (realpath follows 40), and 45 links `s_i -> .` on the way.
+        symlink("real", d.join("c0")).unwrap();
+        for i in 1..=41 {
+            symlink(format!("c{}", i - 1), d.join(format!("c{i}"))).unwrap();
+        }
+        let mut deep = d.to_path_buf();
+        for i in 0..45 {
+            // Each `s_i` is `d` itself, so `d/s0/s1/.../s44` leads through 45 links.
+            symlink(".", d.join(format!("s{i}"))).unwrap();
+            deep.push(format!("s{i}"));
+        }
         let names = [
             "",
             "real",
@@ -121,6 +161,15 @@ mod tests {
             "loop-a",
             "loop-a/x",
             "nothing/here",
+            "real/sub/file/.",
+            "real/./sub/file",
+            "real/sub/file/./x",
+            "lf/.",
+            "real/lfdot",
+            "c39",
+            "c40",
+            "c41",
+            "c41/sub",
         ];
         for _ in 0..2 {
             for n in names {
@@ -130,6 +179,12 @@ mod tests {
                 assert_eq!(got, want, "{}", p.display());
             }
         }
+        let deep = deep.join("real");
+        assert_eq!(
+            canonical(&deep).map_err(|e| e.raw_os_error()),
+            deep.canonicalize().map_err(|e| e.raw_os_error()),
+            "45 links on the way"
+        );
         assert_eq!(canonical(Path::new("/")).unwrap(), Path::new("/"));
     }
 }

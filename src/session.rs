@@ -343,7 +343,9 @@ fn check_home_path(workspace: &Path) -> Result<()> {
         let (Some(dir), Some(name)) = (at.parent(), at.file_name()) else {
             continue;
         };
-        let place = crate::paths::canonical(dir)
+        // Where the link is now: asked afresh, not remembered.
+        let place = dir
+            .canonicalize()
             .unwrap_or_else(|_| dir.to_path_buf())
             .join(name);
         if place.starts_with(workspace) || in_builtin_root(&place) {
@@ -465,7 +467,8 @@ fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
             return Ok(());
         }
     }
-    let canonical = crate::paths::canonical(&existing)?;
+    // Asked afresh (not remembered): this check is that no link leads there now.
+    let canonical = existing.canonicalize()?;
     if canonical != existing || std::fs::symlink_metadata(&existing).is_ok_and(|m| !m.is_dir()) {
         bail!(
             "exec_dir_record_untrusted: {} is reached through a symlink (to {}); remove the link, execguard run makes the directory itself",
