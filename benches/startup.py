@@ -6,7 +6,9 @@
 Runs `EXECGUARD run --workspace DIR -- /bin/true` for each build given, and `/bin/true` alone,
 interleaved for N rounds (default 300), and prints each one's median, p25 and p75 CPU time
 (user + system of the whole process tree, from wait4), and the median paired difference from
-`/bin/true`: `execguard run`'s own share. Run it as each user the budget is for (a non-root
+`/bin/true`: `execguard run`'s own share. The workspace defaults to a new empty directory
+(not the current one: from the repository, it would hold the binary, which is refused).
+Run it as each user the budget is for (a non-root
 user's session also makes a user namespace), on an otherwise idle machine.
 
 Both halves of a pair run in the same round, so a slow patch of the machine slows both. One
@@ -15,8 +17,10 @@ round costs a few ms of CPU per build; 300 rounds take a few seconds.
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 
 
 def cpu_ms(argv, devnull):
@@ -38,9 +42,20 @@ def cpu_ms(argv, devnull):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=300)
-    ap.add_argument("--workspace", default=os.getcwd())
-    ap.add_argument("builds", nargs="+", help="execguard binaries to compare")
+    ap.add_argument("--workspace", help="default: a new empty directory")
+    ap.add_argument("builds", nargs="+", help="execguard binaries to compare (paths or names on PATH)")
     a = ap.parse_args()
+    if a.rounds < 2:
+        sys.exit("startup.py: --rounds must be at least 2")
+    made = None if a.workspace else tempfile.mkdtemp(prefix="execguard-startup-")
+    a.workspace = a.workspace or made
+    builds = []
+    for b in a.builds:
+        found = shutil.which(b) if os.sep not in b else b
+        if not found:
+            sys.exit(f"startup.py: {b}: not found")
+        builds.append(os.path.abspath(found))
+    a.builds = builds
     devnull = os.open("/dev/null", os.O_RDWR)
     commands = [[b, "run", "--workspace", a.workspace, "--", "/bin/true"] for b in a.builds]
     commands.append(["/bin/true"])
@@ -59,6 +74,8 @@ def main():
             own = statistics.median(x - y for x, y in zip(s, alone))
             line += f"  own share (paired, minus /bin/true) {own:6.3f}"
         print(line)
+    if made:
+        os.rmdir(made)
 
 
 if __name__ == "__main__":

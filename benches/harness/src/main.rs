@@ -703,8 +703,8 @@ fn budget_checks(
             borderline,
             note: format!("{note}{fl}"),
         });
-        // The guard's own share: against the larger of the two empty libraries' ratios, so
-        // against the floor that leaves it the least.
+        // The guard's own share: against the lower of the two empty libraries' ratios, where
+        // the guard's share is largest.
         let floor = ws.iter().find(|w| w.id == id).and_then(|w| {
             w.results
                 .iter()
