@@ -11,6 +11,10 @@ interleaved for N rounds (default 300), and prints each one's median, p25 and p7
 Run it as each user the budget is for (a non-root
 user's session also makes a user namespace), on an otherwise idle machine.
 
+Measure installed copies (`install -m 755` the CLI, both wrappers and libexecguard.so into
+one directory), not target/release: the same bytes start about 0.1 ms faster from a copy
+than from the file the linker wrote, and as much slower the other way round.
+
 Both halves of a pair run in the same round, so a slow patch of the machine slows both. One
 round costs a few ms of CPU per build; 300 rounds take a few seconds.
 """
