@@ -709,16 +709,31 @@ fn budget_checks(
             w.results
                 .iter()
                 .filter(|r| r.variant.starts_with("floor") && r.failed.is_none())
-                .filter_map(|r| Some((r.variant.clone(), r.ratio_plain?)))
+                .filter_map(|r| Some((r, r.ratio_plain?)))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
         });
+        let mut borderline = false;
         let (measured, met, note) = match (guard_of(id), floor) {
-            (Some(Ok(r)), Some((name, f))) => match r.ratio_plain {
-                Some(x) => (
-                    Some(format!("{:.3}x {name}", x / f)),
-                    Some(x / f <= report::FLOOR_BUDGET),
-                    format!("guard {x:.3}x ÷ {name} {f:.3}x (the lower floor: the guard's share is largest against it).{qnote}"),
-                ),
+            (Some(Ok(r)), Some((fr, f))) => match r.ratio_plain {
+                Some(x) => {
+                    let name = &fr.variant;
+                    // Paired as against plain: same round, same machine noise.
+                    let paired = stats::paired_ratio(&r.samples, &fr.samples);
+                    borderline = paired.is_some_and(|(_, lo, hi)| {
+                        lo <= report::FLOOR_BUDGET && report::FLOOR_BUDGET <= hi
+                    });
+                    (
+                        Some(format!(
+                            "{:.3}x {name}{}",
+                            x / f,
+                            paired
+                                .map(|(_, lo, hi)| format!(" (paired p10–p90 {lo:.3}–{hi:.3})"))
+                                .unwrap_or_default()
+                        )),
+                        Some(x / f <= report::FLOOR_BUDGET),
+                        format!("guard {x:.3}x ÷ {name} {f:.3}x (the lower floor: the guard's share is largest against it).{qnote}"),
+                    )
+                }
                 None => (None, None, "no plain baseline".to_string()),
             },
             (Some(Err(e)), _) => (None, None, e),
@@ -730,7 +745,7 @@ fn budget_checks(
             limit: format!("≤ {:.2}x the floor", report::FLOOR_BUDGET),
             measured,
             met,
-            borderline: false,
+            borderline,
             note,
         });
     }
