@@ -135,6 +135,27 @@ pub fn may_be_under(path: &[u8], root: &[u8]) -> bool {
     })
 }
 
+/// Is `path` spelled so that only case could make a folding filesystem match it to another
+/// name: ASCII, no `~`, no component ending in `.` or ` `? Then [`may_be_under`] is one
+/// case-insensitive comparison ([`may_be_under_strict`]). Asked once per path, not per root.
+pub fn is_strict_spelling(path: &[u8]) -> bool {
+    path.is_ascii()
+        && !path.contains(&b'~')
+        && !path.windows(2).any(|w| matches!(w, [b'.' | b' ', b'/']))
+        && !matches!(path.last(), Some(b'.' | b' '))
+}
+
+/// [`may_be_under`] for a path that [`is_strict_spelling`]: the same answer, by comparing the
+/// root with the path's first bytes regardless of ASCII case, up to a component boundary.
+pub fn may_be_under_strict(path: &[u8], root: &[u8]) -> bool {
+    if !root.is_ascii() {
+        return may_be_under(path, root);
+    }
+    path.len() >= root.len()
+        && path[..root.len()].eq_ignore_ascii_case(root)
+        && (path.len() == root.len() || path[root.len()] == b'/')
+}
+
 /// Does the kernel's name for an open file say it has no name on disk? memfds read
 /// `/memfd:NAME (deleted)`, unlinked and `O_TMPFILE` files end in ` (deleted)`, and anonymous
 /// inodes do not start with `/`.
@@ -207,6 +228,50 @@ mod tests {
         }
         // A root spelled with non-ASCII letters may be matched by plain ones (Kelvin sign).
         assert!(may_be_under(b"/data/kit/x", "/data/\u{212a}it".as_bytes()));
+    }
+
+    /// The shortcut answers as [`may_be_under`] does, for every path of up to six bytes
+    /// over an alphabet of every kind of byte that matters (separator, letters in both
+    /// cases, dot, space, tilde, a non-ASCII byte) against roots of each kind.
+    #[test]
+    fn the_strict_spelling_shortcut_answers_as_the_full_comparison() {
+        const ALPHABET: &[u8] = b"/aA. ~\xc3";
+        let roots: [&[u8]; 7] = [b"/", b"/a", b"/A", b"/a/a", b"/aa", b"/a.", b"/\xc3a"];
+        let mut path = [0u8; 6];
+        let mut checked = 0;
+        for len in 0..=path.len() {
+            let mut digits = vec![0usize; len];
+            loop {
+                for (slot, &d) in path.iter_mut().zip(&digits) {
+                    *slot = ALPHABET[d];
+                }
+                let p = &path[..len];
+                if is_strict_spelling(p) {
+                    for root in roots {
+                        assert_eq!(
+                            may_be_under_strict(p, root),
+                            may_be_under(p, root),
+                            "{:?} in {:?}",
+                            crate::text::Lossy(p),
+                            crate::text::Lossy(root)
+                        );
+                        checked += 1;
+                    }
+                }
+                // The next path of this length, as a counter in base ALPHABET.len().
+                let Some(i) = digits.iter().rposition(|&d| d + 1 < ALPHABET.len()) else {
+                    break;
+                };
+                digits[i] += 1;
+                digits[i + 1..].iter_mut().for_each(|d| *d = 0);
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+        assert!(!is_strict_spelling(b"/a/b."));
+        assert!(!is_strict_spelling(b"/a /b"));
+        assert!(!is_strict_spelling(b"/A~1/b"));
+        assert!(!is_strict_spelling("/caf\u{e9}".as_bytes()));
+        assert!(is_strict_spelling(b"/usr/lib/x86_64-linux-gnu/libm.so.6"));
     }
 
     #[test]

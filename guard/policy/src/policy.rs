@@ -25,7 +25,9 @@
 //! repeated keys, escapes, other tables, too many entries, non-canonical paths. Every document
 //! this parser accepts means the same to a full TOML parser (a test checks it).
 
-use crate::path::{basename, is_canonical_root, is_under, may_be_under};
+use crate::path::{
+    basename, is_canonical_root, is_strict_spelling, is_under, may_be_under, may_be_under_strict,
+};
 use crate::text::Lossy;
 use crate::Profile;
 
@@ -389,6 +391,19 @@ fn is_runtime_name(s: &[u8]) -> bool {
             .all(|c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_'))
 }
 
+/// [`may_be_under`] for one path against each root in turn, with the path's spelling judged
+/// once (the exec path asks this of every mutable root for every file it checks).
+fn loose_match(path: &[u8]) -> impl Fn(&[u8]) -> bool + '_ {
+    let strict = is_strict_spelling(path);
+    move |root| {
+        if strict {
+            may_be_under_strict(path, root)
+        } else {
+            may_be_under(path, root)
+        }
+    }
+}
+
 impl<'a> Policy<'a> {
     /// Parses and validates a policy.
     pub fn parse(text: &'a [u8]) -> Result<Self, PolicyError> {
@@ -646,16 +661,17 @@ impl<'a> Policy<'a> {
         self.mutable_roots()
             .find(|root| is_under(canonical_path, root))
             .or_else(|| {
-                self.mutable_roots()
-                    .find(|root| may_be_under(canonical_path, root))
+                let loose = loose_match(canonical_path);
+                self.mutable_roots().find(|root| loose(root))
             })
     }
 
     /// Does `canonical_path` lie in the write set, exec dirs included (the session may rename or
     /// replace what is there, even where it may not write into an exec dir itself)?
     pub fn in_write_set(&self, canonical_path: &[u8]) -> bool {
+        let loose = loose_match(canonical_path);
         self.mutable_roots()
-            .any(|root| is_under(canonical_path, root) || may_be_under(canonical_path, root))
+            .any(|root| is_under(canonical_path, root) || loose(root))
     }
 
     pub fn has_allow_list(&self) -> bool {
