@@ -640,8 +640,8 @@ mod tests {
     /// is refused, never followed, and `..` is walked as it is on disk.
     #[test]
     fn restore_and_move_aside_follow_no_link() {
-        let d = std::env::temp_dir().join(format!("eg-takeover-unit-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let scratch = tempfile::tempdir().unwrap();
+        let d = scratch.path();
         let (repo, elsewhere) = (d.join("repo"), d.join("elsewhere"));
         fs::create_dir_all(repo.join("hooks")).unwrap();
         fs::create_dir_all(&elsewhere).unwrap();
@@ -675,6 +675,5 @@ mod tests {
         let q = move_aside(&repo, &into, &dotdot, "x".into(), Some(&r)).unwrap();
         assert!(q.restored && q.saved_as.is_some_and(|s| s.starts_with(&into)));
         assert_eq!(fs::read(&hook).unwrap(), r.bytes);
-        fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -114,8 +114,8 @@ mod tests {
     /// `gitdir:` needs its space, and a `HEAD` symlink makes a git dir.
     #[test]
     fn gitfiles_commondir_and_head_are_read_as_git_reads_them() {
-        let d = std::env::temp_dir().join(format!("eg-repo-unit-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let scratch = tempfile::tempdir().unwrap();
+        let d = scratch.path();
         for g in ["gd", "gd "] {
             fs::create_dir_all(d.join(g).join("objects")).unwrap();
             fs::create_dir_all(d.join(g).join("refs")).unwrap();
@@ -133,6 +133,5 @@ mod tests {
             common_dir_of(&d.join("gd")),
             fs::canonicalize(d.join("gd ")).unwrap()
         );
-        fs::remove_dir_all(&d).unwrap();
     }
 }

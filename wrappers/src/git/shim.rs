@@ -236,8 +236,8 @@ mod tests {
 
     #[test]
     fn dashed_builtins_link_to_the_wrapper_and_validate() {
-        let d = std::env::temp_dir().join(format!("eg-shim-unit-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let scratch = tempfile::tempdir().unwrap();
+        let d = scratch.path();
         let real = d.join("git-core");
         fs::create_dir_all(&real).unwrap();
         fs::write(real.join("git"), b"real git").unwrap();
@@ -291,6 +291,5 @@ mod tests {
         assert!(validate_shim(&d.join("linked"), &rule)
             .unwrap_err()
             .contains("through a symlink"));
-        fs::remove_dir_all(&d).unwrap();
     }
 }
