@@ -119,11 +119,7 @@ fn what_runs_at_load_lies_in_the_first_fault_window() {
     // A layout of the library as it ships: a debug build's code starts past that window.
     let bytes = std::fs::read(support::release_lib()).unwrap();
     let elf = Elf::parse(&bytes).unwrap();
-    let code_from_start = elf
-        .program_headers
-        .iter()
-        .any(|p| p.p_type == PT_LOAD && p.p_flags & PF_X != 0 && p.p_offset == 0);
-    if !code_from_start {
+    if !laid_out_by_rust_lld(&elf) {
         execguard_testkit::skip("the load-order layout: the library was not linked by rust-lld");
         return;
     }
@@ -176,36 +172,69 @@ fn leaves_no_hole_for_the_loader_to_protect() {
 }
 
 #[test]
-fn keeps_the_relocated_data_read_only() {
-    // RELRO: after relocation the loader makes the GOT, `.data.rel.ro`, `.init_array` and
-    // `.dynamic` read-only, in every process the guard is loaded into.
+fn writes_one_data_page_at_load() {
+    // What the loader writes (the relocations, `.dynamic`'s entries it adjusts) and where the
+    // initialiser captures a session's policy lie on one page: one copy-on-write fault per
+    // process (layout.ld). No RELRO: it would cost every process an mprotect and a page of its
+    // own (build.rs says why it protects nothing here).
     let bytes = std::fs::read(support::release_lib()).unwrap();
     let elf = Elf::parse(&bytes).unwrap();
-    let relro = elf
-        .program_headers
-        .iter()
-        .find(|p| p.p_type == PT_GNU_RELRO)
-        .expect("the library has no PT_GNU_RELRO");
-    let covered = relro.p_vaddr..relro.p_vaddr + relro.p_memsz;
-    for name in [".got", ".data.rel.ro", ".init_array", ".dynamic"] {
-        let Some(sec) = elf
-            .section_headers
-            .iter()
-            .find(|h| elf.shdr_strtab.get_at(h.sh_name) == Some(name))
-        else {
-            continue;
-        };
-        assert!(
-            covered.contains(&sec.sh_addr) && sec.sh_addr + sec.sh_size <= covered.end,
-            "{name} at {:#x} lies outside RELRO {:#x}..{:#x}",
-            sec.sh_addr,
-            covered.start,
-            covered.end
-        );
+    if !laid_out_by_rust_lld(&elf) {
+        execguard_testkit::skip("the data layout: the library was not linked by rust-lld");
+        return;
     }
-    let got = elf
+    assert!(
+        !elf.program_headers.iter().any(|p| p.p_type == PT_GNU_RELRO),
+        "the library has a RELRO segment: the loader mprotects it in every process"
+    );
+    let page = |a: u64| a & !0xfff;
+    let first = elf
+        .syms
+        .iter()
+        .find(|s| {
+            elf.strtab
+                .get_at(s.st_name)
+                .is_some_and(|n| n.contains("5state5FIRST"))
+        })
+        .expect("state::FIRST is not in the symbol table");
+    let dynamic = elf
         .section_headers
         .iter()
-        .any(|h| elf.shdr_strtab.get_at(h.sh_name) == Some(".got"));
-    assert!(got, "no .got to protect: the check above looked at nothing");
+        .find(|h| elf.shdr_strtab.get_at(h.sh_name) == Some(".dynamic"))
+        .expect("no .dynamic section");
+    let one_page = page(first.st_value);
+    let mut written: Vec<(String, u64)> = elf
+        .dynrelas
+        .iter()
+        .chain(elf.pltrelocs.iter())
+        .map(|r| (format!("the relocation at {:#x}", r.r_offset), r.r_offset))
+        .collect();
+    written.push((".dynamic's start".into(), dynamic.sh_addr));
+    written.push((
+        ".dynamic's end".into(),
+        dynamic.sh_addr + dynamic.sh_size - 1,
+    ));
+    // The cache state, the stacks' slots and a 1.5 KiB policy with its prefix.
+    written.push((
+        "a 1.5 KiB captured policy".into(),
+        first.st_value + 64 + 1536,
+    ));
+    assert!(
+        written.len() > 3,
+        "the library has no relocations: nothing was checked"
+    );
+    for (what, at) in written {
+        assert_eq!(
+            page(at),
+            one_page,
+            "{what} lies at {at:#x}, off state::FIRST's page {one_page:#x}"
+        );
+    }
+}
+
+/// Whether build.rs's layout applies: rust-lld links the code from the file's start.
+fn laid_out_by_rust_lld(elf: &Elf) -> bool {
+    elf.program_headers
+        .iter()
+        .any(|p| p.p_type == PT_LOAD && p.p_flags & PF_X != 0 && p.p_offset == 0)
 }

@@ -28,10 +28,21 @@ fn main() {
     // otherwise; with any other linker the library keeps the default layout.
     if uses_rust_lld() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-rosegment");
-        // Each segment starts on a page of the file too. Otherwise lld places the page-aligned
-        // `.data` (state.rs's FirstPage) a page past the end of RELRO to keep the file
-        // unpadded, and ld.so must mprotect that hole PROT_NONE in every process: one more
-        // system call and mapping per process start (1.0–1.4 µs in a loop of them).
+        // Two segments, code and data, and no RELRO: RELRO costs every process an mprotect,
+        // one more mapping and a copy-on-write page of its own (11 µs of a 580 µs /bin/true
+        // here: benches/results/2026-12-02-round10). What it protects, the relocated vtables
+        // and the GOT, guards nothing here: a program that can write its own memory can rewrite
+        // the guard's state and the libc functions it calls, and issue execve itself; the
+        // kernel's W^X layers stand against that, not this library.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-z,norelro");
+        // Everything the loader and the initialiser write, on the data segment's first page.
+        let layout =
+            std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("layout.ld");
+        println!("cargo:rerun-if-changed=layout.ld");
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-T,{}", layout.display());
+        // Each segment starts on a page of the file too, so that the data segment's first page
+        // holds all of layout.ld's sections and the start of FirstPage (with the segment at
+        // the end of the code's last page, a 1 KiB policy would cross into a second page).
         println!("cargo:rustc-cdylib-link-arg=-Wl,-z,separate-loadable-segments");
         // What runs at load in every process (the initialiser and the primitives it calls)
         // first in the code, in the page-fault window of the headers the loader reads anyway:

@@ -213,10 +213,12 @@ unsafe impl Sync for InitialCell {}
 /// What the first exec of a process writes, in the page where host mode's initialiser has
 /// written the captured policy already: the cache's state and the decision stacks' slots. In
 /// pages of their own, each cost a fresh process a read fault, then a copy-on-write fault
-/// (the exec chain: 69.9 -> 67.7 page faults per hop). Page-aligned, with the small
-/// fields first, so that a policy of up to a page (a session's is about 1 KiB) is captured in
-/// this one page too. Nothing here is written in a `fork` child that only decides.
-#[repr(C, align(4096))]
+/// (the exec chain: 69.9 -> 67.7 page faults per hop). Small fields first, so that a policy
+/// of up to about 1.5 KiB (a session's is about 1 KiB) is captured in this one page too: with
+/// rust-lld, `layout.ld` puts it right after what relocation writes, on the data segment's
+/// first page, which the loader has made the process's own already. Nothing here is written
+/// in a `fork` child that only decides.
+#[repr(C, align(64))]
 pub struct FirstPage {
     /// The kept decision stacks (see `decision_stack`).
     pub stacks: [AtomicUsize; crate::decision_stack::SLOTS],
@@ -225,6 +227,8 @@ pub struct FirstPage {
     initial: InitialCell,
 }
 
+// Named for layout.ld.
+#[link_section = ".data.first"]
 pub static FIRST: FirstPage = FirstPage {
     stacks: crate::decision_stack::unmapped_slots(),
     cache_state: AtomicU8::new(EMPTY),
