@@ -238,3 +238,71 @@ fn laid_out_by_rust_lld(elf: &Elf) -> bool {
         .iter()
         .any(|p| p.p_type == PT_LOAD && p.p_flags & PF_X != 0 && p.p_offset == 0)
 }
+
+/// The library links with GNU ld too: the system linker of aarch64 builds and of any build that
+/// names its own, where build.rs's layout options do not apply. Every libc name the shim
+/// defines is exported (from Rust, `exports.rs`: GNU ld refuses a second version script) and
+/// guards: a workspace ELF is refused through each, a system one runs.
+#[test]
+fn links_with_gnu_ld_and_guards_through_the_shim_entry_points() {
+    let Some(lib) = gnu_ld_build() else {
+        return;
+    };
+    let bytes = std::fs::read(&lib).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    assert!(
+        elf.program_headers.iter().any(|p| p.p_type == PT_GNU_RELRO),
+        "not GNU ld's default layout: did build.rs apply rust-lld's options?"
+    );
+    let exported: BTreeSet<&str> = elf
+        .dynsyms
+        .iter()
+        .filter(|s| s.st_shndx != 0)
+        .filter_map(|s| elf.dynstrtab.get_at(s.st_name))
+        .collect();
+    for name in [
+        "execl", "execle", "execlp", "syscall", "dlsym", "dlvsym", "execve",
+    ] {
+        assert!(exported.contains(name), "{name} is not exported");
+    }
+    let f = support::Fixture::new("gnu-ld");
+    let probe = |entry: &str, target: &std::path::Path| {
+        support::run(
+            f.guarded(&f.strict(), &support::tools().probe)
+                .env("LD_PRELOAD", &lib)
+                .args([std::ffi::OsStr::new(entry), target.as_os_str()]),
+        )
+    };
+    for entry in ["execl", "execle", "execlp", "syscall-execve", "execve"] {
+        probe(entry, &f.payload).assert_denied("mutable_native");
+    }
+    probe("execl", &f.sys_argv).assert_ran();
+}
+
+/// `cargo build -p execguard-preload` linked by GNU ld (`-fuse-ld=bfd`), in a target directory
+/// of its own; `None` (a loud skip) where there is no GNU ld.
+fn gnu_ld_build() -> Option<std::path::PathBuf> {
+    use std::process::Command;
+    let has_bfd = Command::new("ld.bfd")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_bfd {
+        execguard_testkit::skip("linking with GNU ld: no ld.bfd (Debian package binutils)");
+        return None;
+    }
+    let target = support::target_tmp().join("gnu-ld");
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "-p", "execguard-preload"])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env("RUSTFLAGS", "-C link-arg=-fuse-ld=bfd")
+        .status()
+        .expect("cannot run cargo");
+    assert!(status.success(), "the guard does not link with GNU ld");
+    Some(target.join("release/libexecguard.so"))
+}

@@ -1,6 +1,5 @@
 fn main() {
     println!("cargo:rerun-if-changed=src/shim.c");
-    println!("cargo:rerun-if-changed=exports.map");
     cc::Build::new()
         .file("src/shim.c")
         .flag_if_supported("-fno-stack-protector")
@@ -14,13 +13,6 @@ fn main() {
     // (frame_dummy, __do_global_dtors_aux) and bind four more symbols. The library has no
     // constructors or destructors of its own.
     println!("cargo:rustc-cdylib-link-arg=-nostartfiles");
-    // rustc's own version script exports only Rust symbols; add the shim's variadic entry points.
-    let map =
-        std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("exports.map");
-    println!(
-        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
-        map.display()
-    );
     // Constants in the code's segment (read and execute, never write): the loader maps one
     // segment fewer in every process, and a fork child that decides faults its constants in
     // with its code (a shell loop: 1-2 page faults fewer per command, about 1% of its time).
@@ -75,9 +67,13 @@ fn main() {
             "dlopen",
             "memfd_create",
             "syscall",
+            "__execguard_syscall_entry",
             "execl",
+            "__execguard_execl",
             "execle",
+            "__execguard_execle",
             "execlp",
+            "__execguard_execlp",
         ];
         std::fs::write(&order, first.join("\n") + "\n")
             .expect("cannot write the symbol ordering file");

@@ -17,6 +17,7 @@
 #![cfg_attr(not(test), no_std)]
 
 mod decision_stack;
+mod exports;
 mod guard;
 mod hooks;
 mod scratch;

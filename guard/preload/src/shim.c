@@ -152,27 +152,27 @@ HIDDEN size_t strlen(const char *s) {
         argv[i_] = va_arg(ap, char *);                                       \
     argv[argc_] = NULL
 
-int execl(const char *path, const char *arg, ...) {
+HIDDEN int __execguard_execl(const char *path, const char *arg, ...) {
     COLLECT_ARGV(arg, argv, ap);
     va_end(ap);
     return __execguard_execve(path, argv, environ, 0);
 }
 
-int execle(const char *path, const char *arg, ...) {
+HIDDEN int __execguard_execle(const char *path, const char *arg, ...) {
     COLLECT_ARGV(arg, argv, ap);
     char **envp = va_arg(ap, char **);
     va_end(ap);
     return __execguard_execve(path, argv, envp, 1);
 }
 
-int execlp(const char *file, const char *arg, ...) {
+HIDDEN int __execguard_execlp(const char *file, const char *arg, ...) {
     COLLECT_ARGV(arg, argv, ap);
     va_end(ap);
     return __execguard_execvp(file, argv);
 }
 
 /* Like glibc's syscall(): six argument registers are read whatever the caller passed. */
-long syscall(long nr, ...) {
+HIDDEN long __execguard_syscall_entry(long nr, ...) {
     va_list ap;
     va_start(ap, nr);
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
@@ -190,6 +190,7 @@ HIDDEN unsigned long __execguard_dlsym_route(const char *name, int versioned);
 #define DLSYM_TRAMPOLINE(fn, versioned)                                                         \
     __asm__(".text\n"                                                                          \
             ".globl " #fn "\n"                                                                 \
+            ".hidden " #fn "\n"                                                                \
             ".hidden __execguard_dlsym_route\n"                                                \
             ".type " #fn ", @function\n" #fn ":\n"                                             \
             "  push %rdi\n"                                                            \
@@ -207,6 +208,7 @@ HIDDEN unsigned long __execguard_dlsym_route(const char *name, int versioned);
 #define DLSYM_TRAMPOLINE(fn, versioned)                                                         \
     __asm__(".text\n"                                                                          \
             ".globl " #fn "\n"                                                                 \
+            ".hidden " #fn "\n"                                                                \
             ".hidden __execguard_dlsym_route\n"                                                \
             ".type " #fn ", %function\n" #fn ":\n"                                             \
             "  stp x29, x30, [sp, #-48]!\n"                                            \
@@ -225,8 +227,8 @@ HIDDEN unsigned long __execguard_dlsym_route(const char *name, int versioned);
 #else
 #error "execguard's preload library supports x86_64 and aarch64 Linux"
 #endif
-DLSYM_TRAMPOLINE(dlsym, 0);
-DLSYM_TRAMPOLINE(dlvsym, 1);
+DLSYM_TRAMPOLINE(__execguard_dlsym, 0);
+DLSYM_TRAMPOLINE(__execguard_dlvsym, 1);
 
 /* Debug builds link the precompiled `core`, which is built for panic=unwind and so references
  * the personality routine from its landing pads; without a definition the unoptimised library
