@@ -346,6 +346,8 @@ fn the_seccomp_filter_answers_as_documented() {
             ("open_tree", libc::EPERM),
             ("fsopen", libc::EPERM),
             ("open_by_handle_at", libc::EPERM),
+            ("fanotify_init", libc::EPERM),
+            ("bpf", libc::EPERM),
             ("x32_unshare_user", x32_refusal),
             ("x32_memfd", x32_refusal),
             ("memfd_plain", libc::EPERM),

@@ -8,7 +8,8 @@
 //! | `clone3` | `ENOSYS`: libc falls back to `clone`, whose flags the filter can read |
 //! | `setns` | `EPERM` |
 //! | the mount family: `mount`, `umount2`, `fsopen`, `fsconfig`, `fsmount`, `fspick`, `move_mount`, `open_tree`, `mount_setattr`, `pivot_root` | `EPERM` |
-//! | `init_module`, `finit_module`, `kexec_load`, `kexec_file_load` (code into the kernel) | `EPERM` |
+//! | `init_module`, `finit_module`, `kexec_load`, `kexec_file_load`, `bpf` (code into the kernel) | `EPERM` |
+//! | `open_by_handle_at`, `fanotify_init` (descriptors that bypass the session's mounts) | `EPERM` |
 //!
 //! Numbers and arguments are compared as the kernel reads them: the syscall number is the
 //! 32-bit `seccomp_data.nr`, flag arguments their low 32 bits (`Dword`). On x86_64 each rule
@@ -59,6 +60,13 @@ const REFUSED: &[(i64, &str)] = &[
     // Reopens a file by handle through any mount fd (say `/`): root (CAP_DAC_READ_SEARCH)
     // would get past the noexec and read-only binds of the session's mount namespace.
     (libc::SYS_open_by_handle_at, "open_by_handle_at"),
+    // The same hole from the other side: root's fanotify (CAP_SYS_ADMIN) hands out a
+    // descriptor of each file another process opens, on the mount that process used (the
+    // host's executable one), so a written file could be mapped executable past the noexec
+    // binds. Unprivileged fanotify gives no descriptors; nothing a session does needs it.
+    (libc::SYS_fanotify_init, "fanotify_init"),
+    // Programs into the kernel (root; Debian refuses unprivileged BPF already).
+    (libc::SYS_bpf, "bpf"),
 ];
 
 /// The numbers each rule is written for: the native one, and on x86_64 the x32 one
