@@ -21,9 +21,9 @@ fn main() {
     if uses_rust_lld() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-rosegment");
         // Two segments, code and data, and no RELRO: RELRO costs every process an mprotect,
-        // one more mapping and a copy-on-write page of its own (11 µs of a 580 µs /bin/true
-        // here: benches/results/2026-12-02-round10). What it protects, the relocated vtables
-        // and the GOT, guards nothing here: a program that can write its own memory can rewrite
+        // one more mapping and a copy-on-write page of its own (with layout.ld below, 11-14 µs
+        // of a 580 µs /bin/true here: benches/results/2026-12-02-round10). What it protects,
+        // the relocated vtables and the GOT, guards nothing here: a program that can write its own memory can rewrite
         // the guard's state and the libc functions it calls, and issue execve itself; the
         // kernel's W^X layers stand against that, not this library.
         println!("cargo:rustc-cdylib-link-arg=-Wl,-z,norelro");

@@ -1,5 +1,6 @@
-/* The variadic entry points, which stable Rust cannot define. Each collects its arguments on the
- * stack (as glibc does) and calls the guard; none of them calls libc's exec functions. */
+/* The variadic entry points, which stable Rust cannot define (exports.rs gives them their libc
+ * names). Each collects its arguments on the stack (as glibc does) and calls the guard; none of
+ * them calls libc's exec functions. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
