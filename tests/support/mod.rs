@@ -329,9 +329,20 @@ pub fn bytes_path(b: &[u8]) -> PathBuf {
 
 pub fn run(cmd: &mut Command) -> Outcome {
     let what = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    // A program this test process just copied can be held open for writing by the child of a
+    // `fork` another test thread made meanwhile (until that child execs, which closes it):
+    // the kernel then refuses to execute it (ETXTBSY). Starting again once it is let go is
+    // the test harness's race, not the guard's, so it is retried, briefly.
+    let mut tries = 0;
+    let out = loop {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.unwrap_or_else(|e| panic!("cannot start {what}: {e}")),
+        }
+    };
     Outcome::new(what, out)
 }
 
