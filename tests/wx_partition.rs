@@ -363,6 +363,50 @@ fn the_seccomp_filter_answers_as_documented() {
     }
 }
 
+/// A root session gives up the capabilities that reach past the partition or outlive the
+/// session (`guard/seal/src/capabilities.rs`), in every set, so no program it starts takes
+/// them back: no block device can be made in the write set (it would be live outside), a FIFO
+/// still can. A non-root session holds none at all.
+#[test]
+fn a_root_session_gives_up_the_capabilities_that_outlive_it() {
+    const DROPPED: u64 = 1 << 21 | 1 << 40 | 1 << 27 | 1 << 31 | 1 << 16 | 1 << 17 | 1 << 39;
+    for who in identities() {
+        let w = World::new(who, "caps");
+        let out = w.session(
+            &[],
+            "grep -E '^Cap(Prm|Eff|Bnd|Inh):' /proc/self/status; \
+             mknod blk b 7 0 2>/dev/null && echo MKNOD_BLOCK_OK; \
+             mkfifo fifo && echo FIFO_OK",
+        );
+        let stdout = text(&out.stdout);
+        let label = who.label();
+        assert!(
+            stdout.contains("FIFO_OK"),
+            "[{label}] {stdout}\n{}",
+            text(&out.stderr)
+        );
+        assert!(
+            !stdout.contains("MKNOD_BLOCK_OK"),
+            "[{label}] a block device was made\n{stdout}"
+        );
+        for line in stdout.lines().filter(|l| l.starts_with("Cap")) {
+            let (set, hex) = line.split_once(':').unwrap();
+            let held = u64::from_str_radix(hex.trim(), 16).unwrap();
+            if who.is_root() {
+                assert_eq!(held & DROPPED, 0, "[{label}] {set} holds {held:#x}");
+            } else if set != "CapBnd" {
+                // (no_new_privs: nothing it execs can raise these from the bounding set)
+                assert_eq!(held, 0, "[{label}] {set} holds {held:#x}");
+            }
+        }
+        assert_eq!(
+            stdout.lines().filter(|l| l.starts_with("Cap")).count(),
+            4,
+            "[{label}] {stdout}"
+        );
+    }
+}
+
 fn refusal(extra: &[&str], abi: &str) -> Output {
     let ws = tempfile::tempdir_in(target_tmp()).unwrap();
     Command::new(&tools().cli)

@@ -19,6 +19,7 @@
 //! What was applied is returned as an [`Enforcement`] report, built from what the kernel
 //! accepted.
 
+pub mod capabilities;
 pub mod mounts;
 pub mod report;
 pub mod seccomp;
@@ -370,6 +371,16 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     }
     // Only a namespace with all its mounts keeps the exec dirs read-only by mount.
     let landlock = landlock_rules(partition, abi, made)?;
+    // After the mounts, which need CAP_SYS_ADMIN; before seccomp, which refuses nothing here.
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let capabilities_dropped = if unsafe { libc::geteuid() } == 0 {
+        capabilities::drop_for_root_session().map_err(|detail| SealError::Apply {
+            step: "drop a root session's capabilities",
+            detail,
+        })?
+    } else {
+        Vec::new()
+    };
     let seccomp = seccomp::install(options.memfd_noexec)?;
     let mounts = mounts::report(partition);
     if let Some(why) = options.reduced {
@@ -390,6 +401,7 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     Ok(Enforcement {
         landlock,
         seccomp,
+        capabilities_dropped,
         namespace,
         mounts,
         assurance: Assurance::from_reductions(reductions),

@@ -12,6 +12,9 @@ pub struct Enforcement {
     pub landlock: LandlockReport,
     /// The seccomp rules installed (one line each, as [`crate::seccomp::install`] built them).
     pub seccomp: Vec<String>,
+    /// The capabilities a root session gave up ([`crate::capabilities::DROPPED`] that this
+    /// kernel has); empty for a non-root session, which holds none.
+    pub capabilities_dropped: Vec<&'static str>,
     /// The private mount namespace, when one was made (also when a bind in it then failed:
     /// see its `incomplete`).
     pub namespace: Option<crate::mounts::Namespace>,
@@ -173,6 +176,12 @@ impl Enforcement {
         out.push(format!("seccomp: {} rules", self.seccomp.len()));
         for s in &self.seccomp {
             out.push(format!("  {s}"));
+        }
+        if !self.capabilities_dropped.is_empty() {
+            out.push(format!(
+                "capabilities dropped (root session): {}",
+                self.capabilities_dropped.join(" ")
+            ));
         }
         out
     }

@@ -1,0 +1,73 @@
+//! What a root session gives up: the capabilities that reach past the partition or leave
+//! something for after the session, none of which ordinary work in a session needs. Dropped
+//! from every set, the bounding set included, so that no program the session starts (root's
+//! programs get the bounding set on exec) takes them back. Kept: what root's file work, its
+//! own processes and its servers use (`CAP_CHOWN`, `CAP_DAC_OVERRIDE`, `CAP_FOWNER`,
+//! `CAP_SETUID`, `CAP_KILL`, `CAP_NET_BIND_SERVICE`, `CAP_SYS_PTRACE`, ...).
+
+use caps::{CapSet, Capability};
+
+/// Each with what it would let a root session do.
+pub const DROPPED: &[(Capability, &str)] = &[
+    // fanotify descriptors past the noexec binds, and the rest of the administrative calls.
+    (Capability::CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
+    // `prctl(PR_SET_MM_EXE_FILE)`: another `/proc/self/exe`, which names a wrapper.
+    (Capability::CAP_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE"),
+    // Device nodes and file capabilities in the write set: inert inside (`nodev`, no new
+    // privileges), live for every user once the session is over.
+    (Capability::CAP_MKNOD, "CAP_MKNOD"),
+    (Capability::CAP_SETFCAP, "CAP_SETFCAP"),
+    // Code and data into the kernel and its devices.
+    (Capability::CAP_SYS_MODULE, "CAP_SYS_MODULE"),
+    (Capability::CAP_SYS_RAWIO, "CAP_SYS_RAWIO"),
+    (Capability::CAP_BPF, "CAP_BPF"),
+    (Capability::CAP_PERFMON, "CAP_PERFMON"),
+    (Capability::CAP_SYSLOG, "CAP_SYSLOG"),
+    // The host's security modules, audit, network, clock and power.
+    (Capability::CAP_MAC_ADMIN, "CAP_MAC_ADMIN"),
+    (Capability::CAP_MAC_OVERRIDE, "CAP_MAC_OVERRIDE"),
+    (Capability::CAP_AUDIT_CONTROL, "CAP_AUDIT_CONTROL"),
+    (Capability::CAP_NET_ADMIN, "CAP_NET_ADMIN"),
+    (Capability::CAP_SYS_BOOT, "CAP_SYS_BOOT"),
+    (Capability::CAP_SYS_TIME, "CAP_SYS_TIME"),
+    (Capability::CAP_LINUX_IMMUTABLE, "CAP_LINUX_IMMUTABLE"),
+    (Capability::CAP_SYS_PACCT, "CAP_SYS_PACCT"),
+    (Capability::CAP_WAKE_ALARM, "CAP_WAKE_ALARM"),
+    (Capability::CAP_BLOCK_SUSPEND, "CAP_BLOCK_SUSPEND"),
+];
+
+/// Drops [`DROPPED`] from the calling thread's bounding, inheritable, permitted and effective
+/// sets. The bounding set first, which needs `CAP_SETPCAP` (kept); a root without it (in a
+/// container that took it) keeps its bounding set, and `no_new_privs`, set with the seal,
+/// keeps an exec from raising anything past the permitted set. Returns the names of those
+/// that were held.
+pub fn drop_for_root_session() -> Result<Vec<&'static str>, String> {
+    let err = |what: &str, e: caps::errors::CapsError| format!("{what}: {e}");
+    let bounding = caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)
+        .map_err(|e| err("CAP_SETPCAP", e))?;
+    let mut dropped = Vec::new();
+    for &(cap, name) in DROPPED {
+        let held = [CapSet::Bounding, CapSet::Permitted, CapSet::Inheritable]
+            .into_iter()
+            .map(|set| caps::has_cap(None, set, cap))
+            .collect::<Result<Vec<bool>, _>>()
+            .map_err(|e| err(name, e))?;
+        if held.contains(&true) {
+            dropped.push(name);
+        }
+        if bounding && held[0] {
+            caps::drop(None, CapSet::Bounding, cap).map_err(|e| err(name, e))?;
+        }
+    }
+    for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+        let mut held = caps::read(None, set).map_err(|e| format!("{set:?}: {e}"))?;
+        let before = held.len();
+        for (cap, _) in DROPPED {
+            held.remove(cap);
+        }
+        if held.len() != before {
+            caps::set(None, set, &held).map_err(|e| format!("{set:?}: {e}"))?;
+        }
+    }
+    Ok(dropped)
+}
