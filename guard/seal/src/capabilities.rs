@@ -43,30 +43,35 @@ pub const DROPPED: &[(Capability, &str)] = &[
 /// that were held.
 pub fn drop_for_root_session() -> Result<Vec<&'static str>, String> {
     let err = |what: &str, e: caps::errors::CapsError| format!("{what}: {e}");
-    let bounding = caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)
-        .map_err(|e| err("CAP_SETPCAP", e))?;
+    let read = |set: CapSet| caps::read(None, set).map_err(|e| err(&format!("{set:?}"), e));
+    let (mut inheritable, mut effective, mut permitted) = (
+        read(CapSet::Inheritable)?,
+        read(CapSet::Effective)?,
+        read(CapSet::Permitted)?,
+    );
+    let bounding_droppable = effective.contains(&Capability::CAP_SETPCAP);
     let mut dropped = Vec::new();
     for &(cap, name) in DROPPED {
-        let held = [CapSet::Bounding, CapSet::Permitted, CapSet::Inheritable]
-            .into_iter()
-            .map(|set| caps::has_cap(None, set, cap))
-            .collect::<Result<Vec<bool>, _>>()
-            .map_err(|e| err(name, e))?;
-        if held.contains(&true) {
+        // The bounding set is read one capability at a time (PR_CAPBSET_READ).
+        let bounded = caps::has_cap(None, CapSet::Bounding, cap).map_err(|e| err(name, e))?;
+        if bounded || permitted.contains(&cap) || inheritable.contains(&cap) {
             dropped.push(name);
         }
-        if bounding && held[0] {
+        if bounded && bounding_droppable {
             caps::drop(None, CapSet::Bounding, cap).map_err(|e| err(name, e))?;
         }
     }
-    for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
-        let mut held = caps::read(None, set).map_err(|e| format!("{set:?}: {e}"))?;
+    for (set, held) in [
+        (CapSet::Inheritable, &mut inheritable),
+        (CapSet::Effective, &mut effective),
+        (CapSet::Permitted, &mut permitted),
+    ] {
         let before = held.len();
         for (cap, _) in DROPPED {
             held.remove(cap);
         }
         if held.len() != before {
-            caps::set(None, set, &held).map_err(|e| format!("{set:?}: {e}"))?;
+            caps::set(None, set, held).map_err(|e| err(&format!("{set:?}"), e))?;
         }
     }
     Ok(dropped)
