@@ -7,33 +7,33 @@
 
 use caps::{CapSet, Capability};
 
-/// Each with what it would let a root session do.
-pub const DROPPED: &[(Capability, &str)] = &[
+/// Grouped by what each would let a root session do.
+pub const DROPPED: &[Capability] = &[
     // fanotify descriptors past the noexec binds, and the rest of the administrative calls.
-    (Capability::CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
+    Capability::CAP_SYS_ADMIN,
     // `prctl(PR_SET_MM_EXE_FILE)`: another `/proc/self/exe`, which names a wrapper.
-    (Capability::CAP_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE"),
+    Capability::CAP_CHECKPOINT_RESTORE,
     // Device nodes and file capabilities in the write set: inert inside (`nodev`, no new
     // privileges), live for every user once the session is over.
-    (Capability::CAP_MKNOD, "CAP_MKNOD"),
-    (Capability::CAP_SETFCAP, "CAP_SETFCAP"),
+    Capability::CAP_MKNOD,
+    Capability::CAP_SETFCAP,
     // Code and data into the kernel and its devices.
-    (Capability::CAP_SYS_MODULE, "CAP_SYS_MODULE"),
-    (Capability::CAP_SYS_RAWIO, "CAP_SYS_RAWIO"),
-    (Capability::CAP_BPF, "CAP_BPF"),
-    (Capability::CAP_PERFMON, "CAP_PERFMON"),
-    (Capability::CAP_SYSLOG, "CAP_SYSLOG"),
+    Capability::CAP_SYS_MODULE,
+    Capability::CAP_SYS_RAWIO,
+    Capability::CAP_BPF,
+    Capability::CAP_PERFMON,
+    Capability::CAP_SYSLOG,
     // The host's security modules, audit, network, clock and power.
-    (Capability::CAP_MAC_ADMIN, "CAP_MAC_ADMIN"),
-    (Capability::CAP_MAC_OVERRIDE, "CAP_MAC_OVERRIDE"),
-    (Capability::CAP_AUDIT_CONTROL, "CAP_AUDIT_CONTROL"),
-    (Capability::CAP_NET_ADMIN, "CAP_NET_ADMIN"),
-    (Capability::CAP_SYS_BOOT, "CAP_SYS_BOOT"),
-    (Capability::CAP_SYS_TIME, "CAP_SYS_TIME"),
-    (Capability::CAP_LINUX_IMMUTABLE, "CAP_LINUX_IMMUTABLE"),
-    (Capability::CAP_SYS_PACCT, "CAP_SYS_PACCT"),
-    (Capability::CAP_WAKE_ALARM, "CAP_WAKE_ALARM"),
-    (Capability::CAP_BLOCK_SUSPEND, "CAP_BLOCK_SUSPEND"),
+    Capability::CAP_MAC_ADMIN,
+    Capability::CAP_MAC_OVERRIDE,
+    Capability::CAP_AUDIT_CONTROL,
+    Capability::CAP_NET_ADMIN,
+    Capability::CAP_SYS_BOOT,
+    Capability::CAP_SYS_TIME,
+    Capability::CAP_LINUX_IMMUTABLE,
+    Capability::CAP_SYS_PACCT,
+    Capability::CAP_WAKE_ALARM,
+    Capability::CAP_BLOCK_SUSPEND,
 ];
 
 /// Drops [`DROPPED`] from the calling thread's bounding, inheritable, permitted and effective
@@ -41,7 +41,7 @@ pub const DROPPED: &[(Capability, &str)] = &[
 /// container that took it) keeps its bounding set, and `no_new_privs`, set with the seal,
 /// keeps an exec from raising anything past the permitted set. Returns the names of those
 /// that were held.
-pub fn drop_for_root_session() -> Result<Vec<&'static str>, String> {
+pub fn drop_for_root_session() -> Result<Vec<String>, String> {
     let err = |what: &str, e: caps::errors::CapsError| format!("{what}: {e}");
     let read = |set: CapSet| caps::read(None, set).map_err(|e| err(&format!("{set:?}"), e));
     let (mut inheritable, mut effective, mut permitted) = (
@@ -51,14 +51,15 @@ pub fn drop_for_root_session() -> Result<Vec<&'static str>, String> {
     );
     let bounding_droppable = effective.contains(&Capability::CAP_SETPCAP);
     let mut dropped = Vec::new();
-    for &(cap, name) in DROPPED {
+    for &cap in DROPPED {
+        let name = cap.to_string();
         // The bounding set is read one capability at a time (PR_CAPBSET_READ).
-        let bounded = caps::has_cap(None, CapSet::Bounding, cap).map_err(|e| err(name, e))?;
+        let bounded = caps::has_cap(None, CapSet::Bounding, cap).map_err(|e| err(&name, e))?;
+        if bounded && bounding_droppable {
+            caps::drop(None, CapSet::Bounding, cap).map_err(|e| err(&name, e))?;
+        }
         if bounded || permitted.contains(&cap) || inheritable.contains(&cap) {
             dropped.push(name);
-        }
-        if bounded && bounding_droppable {
-            caps::drop(None, CapSet::Bounding, cap).map_err(|e| err(name, e))?;
         }
     }
     for (set, held) in [
@@ -67,7 +68,7 @@ pub fn drop_for_root_session() -> Result<Vec<&'static str>, String> {
         (CapSet::Permitted, &mut permitted),
     ] {
         let before = held.len();
-        for (cap, _) in DROPPED {
+        for cap in DROPPED {
             held.remove(cap);
         }
         if held.len() != before {

@@ -14,7 +14,7 @@ pub struct Enforcement {
     pub seccomp: Vec<String>,
     /// The capabilities a root session gave up ([`crate::capabilities::DROPPED`] that this
     /// kernel has); empty for a non-root session, which holds none.
-    pub capabilities_dropped: Vec<&'static str>,
+    pub capabilities_dropped: Vec<String>,
     /// The private mount namespace, when one was made (also when a bind in it then failed:
     /// see its `incomplete`).
     pub namespace: Option<crate::mounts::Namespace>,
