@@ -20,12 +20,25 @@ fn files_the_user_can_write_outside_the_write_set_are_mutable_unsealed() {
         copy(&tools().argv, &userbin.join("tool"));
         copy(&tools().evil, &userbin.join("lib.so"));
         who.own(&userbin);
+        // A directory the user owns with every write bit off: its owner may `chmod` it back
+        // and replace the program at any time.
+        let locked = f.base.join("locked");
+        std::fs::create_dir_all(&locked).unwrap();
+        copy(&tools().argv, &locked.join("tool"));
+        who.own(&locked);
+        for p in [locked.join("tool"), locked.clone()] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
         // A world-writable program in a root-owned directory.
         let ww = f.sys.join("world-writable");
         copy(&tools().argv, &ww);
         std::fs::set_permissions(&ww, std::fs::Permissions::from_mode(0o777)).unwrap();
         let mut failed = vec![];
-        for (what, program) in [("user-owned dir", userbin.join("tool")), ("0777 file", ww)] {
+        for (what, program) in [
+            ("user-owned dir", userbin.join("tool")),
+            ("user-owned dir and file, mode 555", locked.join("tool")),
+            ("0777 file", ww),
+        ] {
             let mut cmd = f.guarded(&f.strict(), &tools().probe);
             cmd.arg("execve").arg(&program);
             let o = run(who.apply(&mut cmd));

@@ -288,15 +288,20 @@ impl Sys for LibcSys {
         ok && self.stat(path).is_ok_and(|i| i.is_regular())
     }
 
-    fn may_write(&mut self, path: &[u8]) -> bool {
+    fn may_write(&mut self, path: &[u8]) -> Result<(), Errno> {
         // SAFETY: `c` is NUL-terminated.
-        with_c_path(path, |c| unsafe { raw::writable(c) }).unwrap_or(false)
+        with_c_path(path, |c| unsafe { raw::writable(c) })?
+    }
+
+    fn effective_uid(&mut self) -> u32 {
+        raw::geteuid()
     }
 
     fn bypasses_permissions(&mut self) -> bool {
         // Root owns the system's files (its owner bits let it write them); CAP_DAC_OVERRIDE
-        // (root's, or one kept across setuid before an exec) makes every access check pass.
-        raw::geteuid() == 0 || raw::has_effective_cap(raw::CAP_DAC_OVERRIDE)
+        // (root's, or one kept across setuid before an exec) makes every access check pass,
+        // and CAP_FOWNER lets it change any file's mode.
+        raw::geteuid() == 0 || raw::has_any_effective_cap(&[raw::CAP_DAC_OVERRIDE, raw::CAP_FOWNER])
     }
 
     fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {

@@ -237,22 +237,22 @@ pub fn realtime() -> (i64, i64) {
 /// `path` is a valid NUL-terminated string.
 pub unsafe fn executable(path: *const c_char) -> bool {
     // SAFETY: forwarded contract.
-    unsafe { access(path, libc::X_OK) }
+    unsafe { access(path, libc::X_OK) }.is_ok()
 }
 
 /// Whether the effective user may write `path` (`faccessat(..., W_OK, AT_EACCESS)`): the
-/// kernel's answer, with ACLs, and `EROFS` for a read-only mount.
+/// kernel's answer, with ACLs, and its errno (`EROFS` for a read-only mount).
 ///
 /// # Safety
 /// `path` is a valid NUL-terminated string.
-pub unsafe fn writable(path: *const c_char) -> bool {
+pub unsafe fn writable(path: *const c_char) -> Result<(), c_int> {
     // SAFETY: forwarded contract.
     unsafe { access(path, libc::W_OK) }
 }
 
 /// # Safety
 /// `path` is a valid NUL-terminated string.
-unsafe fn access(path: *const c_char, mode: c_int) -> bool {
+unsafe fn access(path: *const c_char, mode: c_int) -> Result<(), c_int> {
     let at = libc::AT_FDCWD as c_long;
     let a = [
         at,
@@ -264,23 +264,23 @@ unsafe fn access(path: *const c_char, mode: c_int) -> bool {
     ];
     // SAFETY: `path` is NUL-terminated per the contract.
     match unsafe { call(libc::SYS_faccessat2, a) } {
-        Ok(_) => true,
         // Kernels before 5.8 lack faccessat2. Their faccessat checks the real ids, which are
         // the effective ones except in set-id programs (where glibc emulates the check).
-        Err(libc::ENOSYS) => {
-            // SAFETY: as above.
-            unsafe { call(libc::SYS_faccessat, [at, a[1], a[2], 0, 0, 0]) }.is_ok()
-        }
-        Err(_) => false,
+        // SAFETY: as above.
+        Err(libc::ENOSYS) => unsafe { call(libc::SYS_faccessat, [at, a[1], a[2], 0, 0, 0]) },
+        other => other,
     }
+    .map(drop)
 }
 
 /// `CAP_DAC_OVERRIDE` (linux/capability.h): bypass file read, write and execute checks.
 pub const CAP_DAC_OVERRIDE: u32 = 1;
+/// `CAP_FOWNER`: act as the owner of any file (change its mode, among others).
+pub const CAP_FOWNER: u32 = 3;
 
-/// Is capability `cap` (e.g. [`CAP_DAC_OVERRIDE`]) in this thread's effective set? (`capget`;
-/// false if the kernel will not say.)
-pub fn has_effective_cap(cap: u32) -> bool {
+/// Is any of `caps` (e.g. [`CAP_DAC_OVERRIDE`]) in this thread's effective set? (One
+/// `capget`; false if the kernel will not say.)
+pub fn has_any_effective_cap(caps: &[u32]) -> bool {
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     // struct __user_cap_header_struct { version, pid } and two __user_cap_data_struct
     // { effective, permitted, inheritable } (64 capability bits).
@@ -295,11 +295,12 @@ pub fn has_effective_cap(cap: u32) -> bool {
         0,
     ];
     // SAFETY: both pointers refer to live, writable arrays of the sizes the kernel expects.
-    if unsafe { call(libc::SYS_capget, a) }.is_err() || cap >= 64 {
+    if unsafe { call(libc::SYS_capget, a) }.is_err() {
         return false;
     }
-    let word = data[(cap / 32) as usize * 3];
-    word & (1 << (cap % 32)) != 0
+    caps.iter()
+        .filter(|&&cap| cap < 64)
+        .any(|&cap| data[(cap / 32) as usize * 3] & (1 << (cap % 32)) != 0)
 }
 
 pub fn geteuid() -> libc::uid_t {

@@ -355,16 +355,22 @@ pub fn is_mutable<S: Sys>(sys: &mut S, policy: &Policy<'_>, kpath: &[u8], nlink:
         || (!policy.seal() && writable_by_session(sys, kpath))
 }
 
-/// A [`Sys`] that asks [`Sys::bypasses_permissions`] once per decision (the answer cannot
-/// change within one, and a decision asks for every file and every directory it walks).
+/// A [`Sys`] that asks [`Sys::bypasses_permissions`] and [`Sys::effective_uid`] once per
+/// decision (the answers cannot change within one, and a decision asks for every file and
+/// every directory it walks).
 struct OncePerDecision<'s, S: Sys> {
     sys: &'s mut S,
     bypass: Option<bool>,
+    euid: Option<u32>,
 }
 
 impl<'s, S: Sys> OncePerDecision<'s, S> {
     fn new(sys: &'s mut S) -> Self {
-        OncePerDecision { sys, bypass: None }
+        OncePerDecision {
+            sys,
+            bypass: None,
+            euid: None,
+        }
     }
 }
 
@@ -397,8 +403,11 @@ impl<S: Sys> Sys for OncePerDecision<'_, S> {
     fn is_executable(&mut self, path: &[u8]) -> bool {
         self.sys.is_executable(path)
     }
-    fn may_write(&mut self, path: &[u8]) -> bool {
+    fn may_write(&mut self, path: &[u8]) -> Result<(), Errno> {
         self.sys.may_write(path)
+    }
+    fn effective_uid(&mut self) -> u32 {
+        *self.euid.get_or_insert_with(|| self.sys.effective_uid())
     }
     fn bypasses_permissions(&mut self) -> bool {
         *self
@@ -416,7 +425,7 @@ impl<S: Sys> Sys for OncePerDecision<'_, S> {
     }
 }
 
-/// May the session's user (not root: it bypasses permissions) write `path` or a directory
+/// May the session's user (not root: it bypasses permissions) change `path` or a directory
 /// above it?
 fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
     if !path.starts_with(b"/") || sys.bypasses_permissions() {
@@ -424,7 +433,7 @@ fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
     }
     let mut p = path;
     loop {
-        if sys.may_write(p) {
+        if may_change(sys, p) {
             return true;
         }
         match p.iter().rposition(|&c| c == b'/') {
@@ -435,11 +444,31 @@ fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
     }
 }
 
+/// May the session's user write `path`, now or after a `chmod`? Its owner may give itself
+/// write access whatever the mode says (unless the mount is read-only or the file immutable);
+/// anyone else gets it only through the group-class or other bits (an ACL's named entries are
+/// capped by its mask, which is the group-class bits), so a file with neither needs no second
+/// question.
+fn may_change<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
+    let Ok(info) = sys.stat(path) else {
+        return false;
+    };
+    let owner = info.uid == sys.effective_uid();
+    if !owner && info.mode & 0o022 == 0 {
+        return false;
+    }
+    match sys.may_write(path) {
+        Ok(()) => true,
+        Err(EACCES) => owner,
+        Err(_) => false, // EROFS, EPERM (immutable): nobody's chmod changes that
+    }
+}
+
 /// Could the session make a name that goes through `prefix` lead elsewhere (the write set,
-/// or, unsealed, a directory it can write)?
+/// or, unsealed, a directory it can change)?
 fn redirectable<S: Sys>(sys: &mut S, policy: &Policy<'_>, prefix: &[u8]) -> bool {
     policy.in_write_set(prefix)
-        || (!policy.seal() && !sys.bypasses_permissions() && sys.may_write(prefix))
+        || (!policy.seal() && !sys.bypasses_permissions() && may_change(sys, prefix))
 }
 
 /// Opens, identifies and reads the head of one file into `hop` (filled in place: a `Hop` is
@@ -1447,6 +1476,17 @@ mod rule_tests {
             .cwd_at(b"/ws");
     }
 
+    /// `/opt` belongs to the session's user, mode `r-x`: it may `chmod` it and replace the tool.
+    fn owned_opt(s: &mut MemSys) {
+        base(s);
+        s.owned(b"/opt");
+    }
+
+    fn owned_opt_root(s: &mut MemSys) {
+        owned_opt(s);
+        s.as_root();
+    }
+
     fn writable_opt(s: &mut MemSys) {
         base(s);
         s.writable(b"/opt");
@@ -1657,6 +1697,33 @@ mod rule_tests {
             want: Want::Allow,
         },
         Row {
+            what: "a program in a directory the user owns, write bits off, unsealed",
+            tree: owned_opt,
+            policy: WS,
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Deny(Reason::MutableNative),
+        },
+        Row {
+            what: "the same for root: only the write set",
+            tree: owned_opt_root,
+            policy: WS,
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
+            what: "the same sealed",
+            tree: owned_opt,
+            policy: "version = 1\nworkspace = \"/ws\"\nseal = true\n",
+            target: b"/opt/tool",
+            argv: &[b"tool"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
             what: "empty argv",
             tree: base,
             policy: WS,
@@ -1730,15 +1797,19 @@ mod rule_tests {
             envp: &[][..],
         };
         assert!(decide(&mut sys, &ctx, &req).is_allow());
-        // Unsealed and not root: the permission walk asked about the file and every directory.
+        // Unsealed and not root: the permission walk asked about the file and every directory
+        // (root's, mode 755: nothing more to ask of `faccessat`).
         for p in ["/usr/bin/ls", "/usr/bin", "/usr", "/"] {
             assert!(
-                sys.calls
-                    .iter()
-                    .any(|c| *c == std::format!("may_write {p}")),
+                sys.calls.iter().any(|c| *c == std::format!("stat {p}")),
                 "{p}: {:?}",
                 sys.calls
             );
         }
+        assert!(
+            !sys.calls.iter().any(|c| c.starts_with("may_write")),
+            "{:?}",
+            sys.calls
+        );
     }
 }

@@ -4,7 +4,9 @@
 //! the process matrix in `tests/` stays the black-box layer.
 
 use crate::path::PathBuf;
-use crate::sys::{At, Errno, FileInfo, OpenMode, Sys, EINVAL, ELOOP, ENOENT, S_IFDIR, S_IFREG};
+use crate::sys::{
+    At, Errno, FileInfo, OpenMode, Sys, EACCES, EINVAL, ELOOP, ENOENT, S_IFDIR, S_IFREG,
+};
 use std::collections::BTreeMap;
 use std::string::String;
 use std::vec::Vec;
@@ -22,10 +24,14 @@ enum Node {
     Link(Vec<u8>),
 }
 
+/// The session's user, when not root.
+const SESSION_UID: u32 = 1000;
+
 /// A file system in memory. Paths are absolute and canonical when added.
 pub struct MemSys {
     nodes: BTreeMap<Vec<u8>, Node>,
     writable: Vec<Vec<u8>>,
+    owned: Vec<Vec<u8>>,
     cwd: Vec<u8>,
     root: bool,
     next_ino: u64,
@@ -39,6 +45,7 @@ impl MemSys {
         let mut s = MemSys {
             nodes: BTreeMap::new(),
             writable: Vec::new(),
+            owned: Vec::new(),
             cwd: b"/".to_vec(),
             root: false,
             next_ino: 1,
@@ -104,9 +111,15 @@ impl MemSys {
         self
     }
 
-    /// The session's user may write `path` (a file or directory).
+    /// The session's user may write `path` (a file or directory): other users' bits say so.
     pub fn writable(&mut self, path: &[u8]) -> &mut Self {
         self.writable.push(path.to_vec());
+        self
+    }
+
+    /// The session's user owns `path`, whose mode lets nobody write it.
+    pub fn owned(&mut self, path: &[u8]) -> &mut Self {
+        self.owned.push(path.to_vec());
         self
     }
 
@@ -172,7 +185,7 @@ impl MemSys {
     }
 
     fn info(&self, canonical: &[u8]) -> FileInfo {
-        match self.nodes.get(canonical) {
+        let mut info = match self.nodes.get(canonical) {
             Some(Node::File { mode, ino, .. }) => FileInfo {
                 dev: 1,
                 ino: *ino,
@@ -187,8 +200,17 @@ impl MemSys {
                 mode: S_IFDIR | 0o755,
                 uid: 0,
             },
-            _ => FileInfo::default(),
+            _ => return FileInfo::default(),
+        };
+        let has = |list: &[Vec<u8>]| list.iter().any(|p| p == canonical);
+        if has(&self.writable) {
+            info.mode |= 0o022;
         }
+        if has(&self.owned) {
+            info.uid = SESSION_UID;
+            info.mode &= !0o222;
+        }
+        info
     }
 
     fn open_canonical(&mut self, canonical: Vec<u8>) -> usize {
@@ -262,9 +284,21 @@ impl Sys for MemSys {
         }
     }
 
-    fn may_write(&mut self, path: &[u8]) -> bool {
+    fn may_write(&mut self, path: &[u8]) -> Result<(), Errno> {
         self.log("may_write", path);
-        self.writable.iter().any(|w| w == path)
+        if self.writable.iter().any(|w| w == path) {
+            Ok(())
+        } else {
+            Err(EACCES)
+        }
+    }
+
+    fn effective_uid(&mut self) -> u32 {
+        if self.root {
+            0
+        } else {
+            SESSION_UID
+        }
     }
 
     fn bypasses_permissions(&mut self) -> bool {

@@ -91,11 +91,15 @@ pub trait Sys {
     fn caller_exe_path(&mut self, out: &mut PathBuf) -> Result<(), Errno>;
     /// Would a PATH search stop here (a regular file the caller may execute)?
     fn is_executable(&mut self, path: &[u8]) -> bool;
-    /// May this process write `path` (`faccessat(W_OK, AT_EACCESS)`: owner, group and other
-    /// bits, ACLs; a read-only mount answers no)?
-    fn may_write(&mut self, path: &[u8]) -> bool;
-    /// Does this process bypass file permissions (effective uid 0, or `CAP_DAC_OVERRIDE`)?
-    /// Then permissions cannot say what it may change, and only the write set counts.
+    /// May this process write `path` now (`faccessat(W_OK, AT_EACCESS)`: owner, group and
+    /// other bits, ACLs)? The kernel's errno when not: `EACCES` for permissions, `EROFS` for a
+    /// read-only mount, `EPERM` for an immutable file.
+    fn may_write(&mut self, path: &[u8]) -> Result<(), Errno>;
+    /// The effective user id (a file's owner may make it writable, whatever its mode).
+    fn effective_uid(&mut self) -> u32;
+    /// Does this process bypass file permissions (effective uid 0, `CAP_DAC_OVERRIDE`, or
+    /// `CAP_FOWNER`, which lets it make any file writable)? Then permissions cannot say what
+    /// it may change, and only the write set counts.
     fn bypasses_permissions(&mut self) -> bool;
     /// The text of the symlink at `path` (`readlink`) written to the start of `out`, and its
     /// length; `EINVAL` when `path` is not a symlink.
