@@ -49,6 +49,7 @@ fn benches(c: &mut Criterion) {
         policy: &policy,
         runtimes: &runtimes,
         self_lib: None,
+        memo: None,
     };
     let env: Vec<&[u8]> = vec![
         b"PATH=/usr/local/bin:/usr/bin:/bin",

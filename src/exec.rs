@@ -51,6 +51,7 @@ pub fn decide_command(
         policy,
         runtimes: &runtimes,
         self_lib,
+        memo: None,
     };
     let decide_one = |sys: &mut LibcSys, target: &[u8]| {
         let req = Request {

@@ -238,7 +238,7 @@ proptest! {
         );
         let policy = Policy::parse(text.as_bytes()).unwrap();
         let runtimes = RuntimeIds::NONE;
-        let ctx = Context { policy: &policy, runtimes: &runtimes, self_lib: None };
+        let ctx = Context { policy: &policy, runtimes: &runtimes, self_lib: None, memo: None };
         let argv: [&[u8]; 1] = [b"x"];
         let envp: [&[u8]; 0] = [];
         let dirfd_file;

@@ -80,6 +80,10 @@ fn info(st: &libc::stat) -> FileInfo {
         nlink: st.st_nlink,
         mode: st.st_mode,
         uid: st.st_uid,
+        ctime_ns: (st.st_ctime as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(st.st_ctime_nsec as u64),
+        size: st.st_size as u64,
     }
 }
 

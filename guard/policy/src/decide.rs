@@ -11,6 +11,7 @@
 #![allow(clippy::large_enum_variant, clippy::result_large_err)]
 
 use crate::env::{code_use, EnvUse};
+use crate::memo::Memo;
 use crate::path::{basename, is_anonymous, is_loader_name, is_under, PathBuf, PATH_MAX};
 use crate::policy::{Policy, MAX_RUNTIMES};
 use crate::reason::Reason;
@@ -229,9 +230,32 @@ fn deny_errno(reason: Reason, errno: Errno, path: &[u8]) -> Verdict {
 /// copies, whatever their inodes).
 #[derive(Clone, Copy, Debug)]
 pub struct RuntimeIds {
-    runtime: [Option<FileInfo>; MAX_RUNTIMES],
-    wrapper: [Option<FileInfo>; MAX_RUNTIMES],
+    runtime: [Option<FileId>; MAX_RUNTIMES],
+    wrapper: [Option<FileId>; MAX_RUNTIMES],
     n: usize,
+}
+
+/// What [`RuntimeIds`] keeps of a file: its identity, and whether it is a directory (the
+/// cache holds 64 of them, so no more).
+#[derive(Clone, Copy, Debug)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    dir: bool,
+}
+
+impl FileId {
+    fn of(info: FileInfo) -> Self {
+        FileId {
+            dev: info.dev,
+            ino: info.ino,
+            dir: info.is_dir(),
+        }
+    }
+
+    fn is(&self, file: &FileInfo) -> bool {
+        self.dev == file.dev && self.ino == file.ino
+    }
 }
 
 impl RuntimeIds {
@@ -245,19 +269,19 @@ impl RuntimeIds {
     pub fn resolve<S: Sys>(sys: &mut S, policy: &Policy<'_>) -> Self {
         let mut ids = Self::NONE;
         for (i, rt) in policy.runtimes().enumerate() {
-            ids.runtime[i] = sys.stat(rt.path).ok();
-            ids.wrapper[i] = sys.stat(rt.wrapper).ok();
+            ids.runtime[i] = sys.stat(rt.path).ok().map(FileId::of);
+            ids.wrapper[i] = sys.stat(rt.wrapper).ok().map(FileId::of);
             ids.n = i + 1;
         }
         ids
     }
 
-    fn matches(id: &Option<FileInfo>, rt_path: &[u8], file: &FileInfo, kpath: &[u8]) -> bool {
+    fn matches(id: &Option<FileId>, rt_path: &[u8], file: &FileInfo, kpath: &[u8]) -> bool {
         match id {
-            Some(dir) if dir.is_dir() => {
+            Some(dir) if dir.dir => {
                 file.is_regular() && kpath.len() > rt_path.len() && is_under(kpath, rt_path)
             }
-            Some(r) => r.same_file(file),
+            Some(r) => r.is(file),
             None => false,
         }
     }
@@ -275,7 +299,7 @@ impl RuntimeIds {
         policy
             .runtimes()
             .zip(&self.runtime[..self.n])
-            .any(|(rt, id)| rt.name == name && id.is_some_and(|d| d.is_dir()))
+            .any(|(rt, id)| rt.name == name && id.is_some_and(|d| d.dir))
     }
 
     /// May a process running `caller` (its kernel name: `caller_path`) start a runtime called
@@ -292,7 +316,7 @@ impl RuntimeIds {
             .zip(self.runtime[..self.n].iter().zip(&self.wrapper[..self.n]))
             .any(|(rt, (id, wrapper))| {
                 rt.name == name
-                    && (wrapper.is_some_and(|w| w.same_file(caller))
+                    && (wrapper.is_some_and(|w| w.is(caller))
                         || Self::matches(id, rt.path, caller, caller_path))
             })
     }
@@ -304,6 +328,9 @@ pub struct Context<'c, 't> {
     pub runtimes: &'c RuntimeIds,
     /// The guard library itself, skipped when it appears in `LD_PRELOAD`.
     pub self_lib: Option<&'c [u8]>,
+    /// The process's memory of immutable exec targets ([`crate::memo`]); `None`: inspect
+    /// every target afresh.
+    pub memo: Option<Memo<'c>>,
 }
 
 impl Profile {
@@ -316,6 +343,54 @@ impl Profile {
         matches!(self, Profile::Build | Profile::Breakglass)
     }
 }
+
+/// Fills `hop` from the memo ([`crate::memo`]) when the target is remembered there and a
+/// `stat` of it still gives the same identity and change time.
+fn recall<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, target: Target<'_>, hop: &mut Hop) -> bool {
+    let (Some(memo), Target::Path(path)) = (&ctx.memo, target) else {
+        return false;
+    };
+    if !ctx.policy.seal() || !path.starts_with(b"/") {
+        return false;
+    }
+    let Some(kept) = memo.recall(path) else {
+        return false;
+    };
+    match sys.stat(path) {
+        Ok(now) if now == kept => {}
+        _ => return false,
+    }
+    hop.kpath.truncate(0);
+    if hop.kpath.push_bytes(path).is_err() {
+        return false;
+    }
+    hop.info = kept;
+    hop.head[..ELF_MAGIC.len()].copy_from_slice(ELF_MAGIC);
+    hop.head_len = ELF_MAGIC.len();
+    hop.readable = true;
+    hop.touched = false;
+    true
+}
+
+/// Offers a freshly inspected target to the memo, if it is what the memo may keep: sealed, a
+/// readable ELF outside the write set, opened by exactly its kernel name.
+fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
+    let (Some(memo), Target::Path(path)) = (&ctx.memo, target) else {
+        return;
+    };
+    if ctx.policy.seal()
+        && hop.readable
+        && !hop.touched
+        && hop.info.is_regular()
+        && hop.info.nlink > 0
+        && hop.head[..hop.head_len].starts_with(ELF_MAGIC)
+        && hop.kpath.as_bytes() == path
+    {
+        memo.offer(path, &hop.info);
+    }
+}
+
+const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// One file of the chain, inspected and closed again.
 struct Hop {
@@ -783,9 +858,12 @@ where
     }
     check_environment(sys, ctx, req.envp)?;
 
-    let (at, follow) = req.target.at();
     let mut hop = Hop::new();
-    inspect(sys, policy, at, follow, &mut hop)?;
+    let remembered = recall(sys, ctx, req.target, &mut hop);
+    if !remembered {
+        let (at, follow) = req.target.at();
+        inspect(sys, policy, at, follow, &mut hop)?;
+    }
     // While every file so far is a mutable script, a launch may be needed.
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     for depth in 0..MAX_CHAIN {
@@ -795,6 +873,9 @@ where
         let kpath = hop.kpath.as_bytes();
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
         let mutable = is_mutable(sys, policy, kpath, hop.info.nlink);
+        if depth == 0 && !remembered && !mutable {
+            offer(ctx, req.target, &hop);
+        }
         let mut launched_here = false;
         if all_mutable_scripts && !mutable {
             all_mutable_scripts = false;
@@ -1743,6 +1824,7 @@ mod rule_tests {
             policy: &policy,
             runtimes: &RuntimeIds::NONE,
             self_lib: None,
+            memo: None,
         };
         let req = Request {
             target: Target::Path(row.target),
@@ -1789,6 +1871,7 @@ mod rule_tests {
             policy: &policy,
             runtimes: &RuntimeIds::NONE,
             self_lib: None,
+            memo: None,
         };
         let req = Request {
             target: Target::Path(b"/usr/bin/ls"),
@@ -1811,5 +1894,96 @@ mod rule_tests {
             "{:?}",
             sys.calls
         );
+    }
+
+    /// Decides `target` (argv `[target]`, no environment) `n` times with one memo, and returns
+    /// the verdicts and how many times the target was opened.
+    fn decide_with_memo(
+        sys: &mut MemSys,
+        policy: &str,
+        target: &[u8],
+        table: &crate::memo::MemoTable,
+        seen: &core::sync::atomic::AtomicU64,
+        n: usize,
+    ) -> (Vec<Verdict>, usize) {
+        let policy = Policy::parse(policy.as_bytes()).unwrap();
+        let ctx = Context {
+            policy: &policy,
+            runtimes: &RuntimeIds::NONE,
+            self_lib: None,
+            memo: Some(Memo::new(table, Some(seen))),
+        };
+        let argv = [target];
+        let req = Request {
+            target: Target::Path(target),
+            given_name: None,
+            argv: &argv[..],
+            envp: &[][..],
+        };
+        let opened = std::format!("open {}", crate::text::Lossy(target));
+        let count = |sys: &MemSys| sys.calls.iter().filter(|c| **c == opened).count();
+        let before = count(sys);
+        let verdicts = (0..n).map(|_| decide(sys, &ctx, &req)).collect();
+        let opens = count(sys) - before;
+        (verdicts, opens)
+    }
+
+    const SEALED: &str = "version = 1\nworkspace = \"/ws\"\nseal = true\n";
+
+    #[test]
+    fn a_sealed_session_remembers_an_immutable_elf_decided_twice_in_a_row() {
+        let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+        let mut sys = MemSys::new();
+        base(&mut sys);
+        let (v, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 5);
+        assert!(v.iter().all(Verdict::is_allow), "{v:?}");
+        // Opened by the first two decisions; the next three asked for a stat only.
+        assert_eq!(opens, 2, "{:?}", sys.calls);
+    }
+
+    #[test]
+    fn a_remembered_file_changed_or_replaced_is_inspected_again() {
+        let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+        let mut sys = MemSys::new();
+        base(&mut sys);
+        let (_, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 3);
+        assert_eq!(opens, 2);
+        // Written or chmod'ed in place: a later change time.
+        sys.touch(b"/usr/bin/ls");
+        let (v, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 1);
+        assert_eq!(opens, 1, "{:?}", sys.calls);
+        assert!(v[0].is_allow());
+        // Replaced by a script whose interpreter is a workspace ELF: decided afresh, refused.
+        let (_, _) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 2);
+        sys.script(b"/usr/bin/ls", b"#!/ws/payload\n");
+        let (v, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 1);
+        assert_eq!(opens, 1, "{:?}", sys.calls);
+        assert!(
+            matches!(
+                v[0],
+                Verdict::Deny {
+                    reason: Reason::MutableNative,
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn unsealed_sessions_and_mutable_targets_are_never_remembered() {
+        for (policy, target) in [
+            (WS, &b"/usr/bin/ls"[..]),
+            (SEALED, &b"/ws/payload"[..]),
+            (SEALED, &b"/bin/ls"[..]), // through a symlink: not the kernel's name
+        ] {
+            let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+            let mut sys = MemSys::new();
+            base(&mut sys);
+            decide_with_memo(&mut sys, policy, target, &table, &seen, 4);
+            // Opened every time (by its own name, or the one its symlink leads to).
+            let opens = sys.calls.iter().filter(|c| c.starts_with("open ")).count();
+            assert_eq!(opens, 4, "{}: {:?}", crate::text::Lossy(target), sys.calls);
+        }
     }
 }

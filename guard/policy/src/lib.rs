@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod decide;
 pub mod env;
+pub mod memo;
 #[cfg(test)]
 pub mod memsys;
 pub mod path;
@@ -32,6 +33,7 @@ pub use decide::{
     search_goes_on, Candidate, Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Target,
     Verdict,
 };
+pub use memo::{Memo, MemoTable};
 pub use policy::{Policy, PolicyError};
 pub use profile::Profile;
 pub use reason::Reason;

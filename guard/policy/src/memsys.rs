@@ -17,6 +17,7 @@ enum Node {
         mode: u32,
         content: Vec<u8>,
         ino: u64,
+        ctime_ns: u64,
     },
     Dir {
         ino: u64,
@@ -92,6 +93,7 @@ impl MemSys {
                 mode,
                 content: content.to_vec(),
                 ino,
+                ctime_ns: 1,
             },
         );
         self
@@ -120,6 +122,15 @@ impl MemSys {
     /// The session's user owns `path`, whose mode lets nobody write it.
     pub fn owned(&mut self, path: &[u8]) -> &mut Self {
         self.owned.push(path.to_vec());
+        self
+    }
+
+    /// Changes the file at `path` in place (same inode, a later change time), as a write or a
+    /// `chmod` would.
+    pub fn touch(&mut self, path: &[u8]) -> &mut Self {
+        if let Some(Node::File { ctime_ns, .. }) = self.nodes.get_mut(path) {
+            *ctime_ns += 1;
+        }
         self
     }
 
@@ -186,12 +197,19 @@ impl MemSys {
 
     fn info(&self, canonical: &[u8]) -> FileInfo {
         let mut info = match self.nodes.get(canonical) {
-            Some(Node::File { mode, ino, .. }) => FileInfo {
+            Some(Node::File {
+                mode,
+                ino,
+                ctime_ns,
+                content,
+            }) => FileInfo {
                 dev: 1,
                 ino: *ino,
                 nlink: 1,
                 mode: S_IFREG | mode,
                 uid: 0,
+                ctime_ns: *ctime_ns,
+                size: content.len() as u64,
             },
             Some(Node::Dir { ino }) => FileInfo {
                 dev: 1,
@@ -199,6 +217,8 @@ impl MemSys {
                 nlink: 2,
                 mode: S_IFDIR | 0o755,
                 uid: 0,
+                ctime_ns: 1,
+                size: 4096,
             },
             _ => return FileInfo::default(),
         };

@@ -37,6 +37,10 @@ pub struct FileInfo {
     pub nlink: u64,
     pub mode: u32,
     pub uid: u32,
+    /// The last change of contents or metadata, in nanoseconds since the epoch, and the
+    /// size: a file the guard remembers is the same only while these are ([`crate::memo`]).
+    pub ctime_ns: u64,
+    pub size: u64,
 }
 
 impl FileInfo {

@@ -12,7 +12,7 @@
 //! leaves its stack held (or its fresh mapping) in the parent: later decisions there use
 //! fresh mappings, which costs time, never a wrong answer.
 
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use execguard_os::raw;
 
 /// Usable size: room for the deepest decision, with a wide margin (signals are blocked, so
@@ -24,10 +24,13 @@ const GUARD: usize = 64 * 1024;
 /// Stacks kept per process: threads that decide at once each get one; more than this decide
 /// on fresh mappings.
 pub const SLOTS: usize = 4;
-/// The top of each kept stack holds its "held" flag rather than `.data`: every decision
-/// writes that page anyway, so taking the flag costs a `fork` child no page fault of its own.
-/// 64 bytes keep the stack's top aligned.
+/// The top of each kept stack holds its "held" flag, and the memo's record of the last path
+/// decided on it (`execguard_policy::memo`), rather than `.data`: every decision writes that
+/// page anyway, so they cost a `fork` child no page fault of their own. 64 bytes keep the
+/// stack's top aligned.
 const FLAG_BYTES: usize = 64;
+/// Where the last-seen record lies in those bytes (after the flag, aligned).
+const LAST_SEEN_AT: usize = 8;
 
 /// A slot's state: one of these, or the low end of its stack's usable part.
 const UNMAPPED: usize = 0;
@@ -45,6 +48,20 @@ fn held(base: usize) -> &'static AtomicBool {
     // SAFETY: `base` came from map_stack and is never unmapped; the flag's bytes lie in its
     // read-write part above the stack, aligned, and are only ever accessed as this atomic.
     unsafe { &*((base + SIZE - FLAG_BYTES) as *const AtomicBool) }
+}
+
+/// The record of the last path decided on the kept stack this thread is running on; `None`
+/// off the kept stacks (a fresh mapping, or the caller's own stack).
+pub fn last_seen() -> Option<&'static AtomicU64> {
+    let sp = psm::stack_pointer() as usize;
+    FIRST.stacks.iter().find_map(|slot| {
+        let base = slot.load(Ordering::Relaxed);
+        (base > MAPPING && sp >= base && sp < base + SIZE).then(|| {
+            // SAFETY: as `held`: the record's 8 bytes lie in the kept stack's read-write top,
+            // aligned, never unmapped, and only ever accessed as this atomic.
+            unsafe { &*((base + SIZE - FLAG_BYTES + LAST_SEEN_AT) as *const AtomicU64) }
+        })
+    })
 }
 
 /// Runs `f` on a decision stack and returns its result. Falls back to the caller's own stack

@@ -8,7 +8,8 @@ use execguard_policy::audit::{format_denial, Decision};
 use execguard_policy::path::PATH_MAX;
 use execguard_policy::sys::{StrList, EACCES};
 use execguard_policy::{
-    decide_launch, Context, ExecName, Launch, Policy, Reason, Request, Target, Verdict,
+    decide_launch, Context, ExecName, Launch, Memo, MemoTable, Policy, Reason, Request, Target,
+    Verdict,
 };
 use libc::{c_char, c_int};
 
@@ -226,6 +227,7 @@ fn decide_and_report<'r>(
         policy: &policy,
         runtimes: &loaded.runtimes,
         self_lib: loaded.self_lib(),
+        memo: Some(Memo::new(&MEMO, decision_stack::last_seen())),
     };
     let req = Request {
         target,
@@ -275,6 +277,12 @@ fn decide_and_report<'r>(
         Verdict::Kernel(errno) => Err(errno),
     }
 }
+
+/// The process's memory of immutable exec targets (`execguard_policy::memo`). In `.data`,
+/// not `.bss`: a `.bss` that outgrew the data segment's last file page would cost every
+/// process another mapping at load.
+#[link_section = ".data"]
+static MEMO: MemoTable = MemoTable::new();
 
 /// Most caller arguments a sealed script launch can carry (more: `E2BIG`).
 const MAX_LAUNCH_ARGS: usize = 1024;
@@ -513,6 +521,7 @@ pub fn allow_gconv_path(dirs: &[u8]) -> bool {
                 policy: &policy,
                 runtimes: &loaded.runtimes,
                 self_lib: loaded.self_lib(),
+                memo: None,
             };
             match execguard_policy::decide_code_dirs(&mut LibcSys, &ctx, dirs) {
                 Verdict::Deny { reason, path, .. } => {
@@ -543,6 +552,7 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
                         policy: &policy,
                         runtimes: &loaded.runtimes,
                         self_lib: loaded.self_lib(),
+                        memo: None,
                     };
                     let v = execguard_policy::decide_object(&mut LibcSys, &ctx, path);
                     if let Verdict::Deny {
@@ -616,6 +626,7 @@ fn launches_interpreter(path: &[u8], effective_ids: bool) -> bool {
             policy: &policy,
             runtimes: &loaded.runtimes,
             self_lib: loaded.self_lib(),
+            memo: None,
         };
         let argv: [&[u8]; 1] = [path];
         let no_env: [&[u8]; 0] = [];
