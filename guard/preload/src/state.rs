@@ -315,7 +315,10 @@ const EMPTY: u8 = 0;
 const LOADING: u8 = 1;
 const READY: u8 = 2;
 
-/// The cached policy; its state is [`FirstPage::cache_state`].
+/// The cached policy; its state is [`FirstPage::cache_state`]. Page-aligned, so that loading
+/// the policy (which writes `slot`, about 3.4 KiB) makes one page of it the process's own,
+/// not two.
+#[repr(C, align(4096))]
 struct Cache {
     /// Initialised at compile time, so the first exec only writes what it loads.
     slot: UnsafeCell<Loaded>,
