@@ -18,10 +18,22 @@ fn a_remembered_program_that_changed_is_decided_again() {
         f.for_identity(&who);
         let sealed = f.policy("strict", "seal = true\n");
         let mut failed = vec![];
-        for way in ["rewrite", "rename"] {
-            let prog = f.sys.join(format!("prog-{way}"));
+        for (way, through_link) in [
+            ("rewrite", false),
+            ("rename", false),
+            ("rewrite", true),
+            ("rename", true),
+        ] {
+            let name = format!("{way}-{through_link}");
+            let mut prog = f.sys.join(format!("prog-{name}"));
             copy(&tools().argv, &prog);
-            let new = f.sys.join(format!("new-{way}"));
+            if through_link {
+                // Started by a name through a symlink outside the write set (`/bin/sh`-like).
+                let link = f.sys.join(format!("link-{name}"));
+                std::os::unix::fs::symlink(&prog, &link).unwrap();
+                prog = link;
+            }
+            let new = f.sys.join(format!("new-{name}"));
             f.write_exec(&new, format!("#!{}\n", s(&f.payload)).as_bytes());
             // The change is made by the measured process itself, standing in for one outside
             // the session: give the directory to `who`.
@@ -32,7 +44,7 @@ fn a_remembered_program_that_changed_is_decided_again() {
             let line = o.stdout.lines().find(|l| l.starts_with("MEMO "));
             let want = format!("MEMO before=4 after=-{}", libc::EACCES);
             if line != Some(want.as_str()) || !o.has_denial("mutable_native") {
-                failed.push(format!("{} {way}: want {want:?}\n{o}", who.label()));
+                failed.push(format!("{} {name}: want {want:?}\n{o}", who.label()));
             }
         }
         assert!(failed.is_empty(), "{}", failed.join("\n"));

@@ -345,7 +345,7 @@ impl Profile {
 }
 
 /// Fills `hop` from the memo ([`crate::memo`]) when the target is remembered there and a
-/// `stat` of it still gives the same identity and change time.
+/// `stat` of it still gives the same identity, size and change time.
 fn recall<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, target: Target<'_>, hop: &mut Hop) -> bool {
     let (Some(memo), Target::Path(path)) = (&ctx.memo, target) else {
         return false;
@@ -353,16 +353,12 @@ fn recall<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, target: Target<'_>, hop: &
     if !ctx.policy.seal() || !path.starts_with(b"/") {
         return false;
     }
-    let Some(kept) = memo.recall(path) else {
+    let Some(kept) = memo.recall(path, &mut hop.kpath) else {
         return false;
     };
     match sys.stat(path) {
         Ok(now) if now == kept => {}
         _ => return false,
-    }
-    hop.kpath.truncate(0);
-    if hop.kpath.push_bytes(path).is_err() {
-        return false;
     }
     hop.info = kept;
     hop.head[..ELF_MAGIC.len()].copy_from_slice(ELF_MAGIC);
@@ -373,20 +369,21 @@ fn recall<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, target: Target<'_>, hop: &
 }
 
 /// Offers a freshly inspected target to the memo, if it is what the memo may keep: sealed, a
-/// readable ELF outside the write set, opened by exactly its kernel name.
+/// readable ELF outside the write set (the caller's `mutable` said no), named by an absolute
+/// path the session cannot redirect (no symlink on the way in the write set: `touched`).
 fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
     let (Some(memo), Target::Path(path)) = (&ctx.memo, target) else {
         return;
     };
     if ctx.policy.seal()
+        && path.starts_with(b"/")
         && hop.readable
         && !hop.touched
         && hop.info.is_regular()
         && hop.info.nlink > 0
         && hop.head[..hop.head_len].starts_with(ELF_MAGIC)
-        && hop.kpath.as_bytes() == path
     {
-        memo.offer(path, &hop.info);
+        memo.offer(path, hop.kpath.as_bytes(), &hop.info);
     }
 }
 
@@ -1942,6 +1939,29 @@ mod rule_tests {
     }
 
     #[test]
+    fn a_name_through_symlinks_outside_the_write_set_is_remembered_with_its_kernel_name() {
+        // `/bin/sh` reaches `/usr/bin/dash` through two symlinks; the allow-list names the
+        // kernel's file, so a remembered decision must still know it.
+        for (allow, want_allow) in [("dash", true), ("ls", false)] {
+            let policy = std::format!("{SEALED}allow_commands = [\"{allow}\"]\n");
+            let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+            let mut sys = MemSys::new();
+            base(&mut sys);
+            let (v, _) = decide_with_memo(&mut sys, &policy, b"/bin/sh", &table, &seen, 5);
+            let opened = sys
+                .calls
+                .iter()
+                .filter(|c| *c == "open /usr/bin/dash")
+                .count();
+            assert_eq!(opened, 2, "{:?}", sys.calls);
+            assert!(
+                v.iter().all(|v| v.is_allow() == want_allow),
+                "{allow}: {v:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_remembered_file_changed_or_replaced_is_inspected_again() {
         let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
         let mut sys = MemSys::new();
@@ -1975,15 +1995,25 @@ mod rule_tests {
         for (policy, target) in [
             (WS, &b"/usr/bin/ls"[..]),
             (SEALED, &b"/ws/payload"[..]),
-            (SEALED, &b"/bin/ls"[..]), // through a symlink: not the kernel's name
+            (SEALED, &b"../usr/bin/ls"[..]), // relative: another file in another cwd
+            (SEALED, &b"/ws/link"[..]),      // a symlink in the write set
         ] {
             let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
             let mut sys = MemSys::new();
             base(&mut sys);
-            decide_with_memo(&mut sys, policy, target, &table, &seen, 4);
-            // Opened every time (by its own name, or the one its symlink leads to).
-            let opens = sys.calls.iter().filter(|c| c.starts_with("open ")).count();
-            assert_eq!(opens, 4, "{}: {:?}", crate::text::Lossy(target), sys.calls);
+            let opens = |sys: &MemSys| sys.calls.iter().filter(|c| c.starts_with("open ")).count();
+            decide_with_memo(&mut sys, policy, target, &table, &seen, 1);
+            let first = opens(&sys);
+            decide_with_memo(&mut sys, policy, target, &table, &seen, 3);
+            // Opened as often by every later decision as by the first.
+            assert!(first > 0, "{}: {:?}", crate::text::Lossy(target), sys.calls);
+            assert_eq!(
+                opens(&sys),
+                4 * first,
+                "{}: {:?}",
+                crate::text::Lossy(target),
+                sys.calls
+            );
         }
     }
 }

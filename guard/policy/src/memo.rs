@@ -4,9 +4,10 @@
 //!
 //! Only what the session cannot change is remembered, and only facts, never a verdict: in a
 //! sealed session (the kernel keeps every path outside the write set read-only to it), a
-//! readable ELF file outside the write set, named by an absolute path that is its kernel name
-//! (no symlink, no `..`, nothing in the write set on the way). The rest of the decision runs
-//! every time. An entry holds while a `stat` of the same path gives the same device, inode,
+//! readable ELF file outside the write set, named by an absolute path the session cannot
+//! redirect (no symlink on the way lies in the write set: `/bin/sh`, through the symlinks
+//! `/bin` and `sh`, is remembered with its kernel name `/usr/bin/dash`). The rest of the
+//! decision runs every time. An entry holds while a `stat` of the same path gives the same device, inode,
 //! link count, mode, owner, size and change time: a write or a `chmod` moves the change time, a
 //! replacement the inode. (Change times are as fine as the file system keeps them; since Linux
 //! 6.13 a change after a `stat` always moves it. Under the seal only processes outside the
@@ -22,23 +23,27 @@
 //! sequence lock over atomic words. A writer that finds the slot busy gives up; a reader that
 //! sees a write in progress (or one finished under it) forgets the entry and decides afresh.
 
+use crate::path::PathBuf;
 use crate::sys::FileInfo;
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// Entries kept, chosen by a hash of the path.
 const SLOTS: usize = 4;
 const PATH_WORDS: usize = 24;
-/// Longer paths are not remembered.
+/// Longer paths (as given, or the kernel's name) are not remembered.
 pub const MAX_PATH: usize = PATH_WORDS * 8;
-/// The file's identity (`dev`, `ino`, `nlink`, `mode | uid << 32`, `ctime_ns`, `size`) and the
-/// path's length.
-const INFO_WORDS: usize = 7;
+/// The file's identity (`dev`, `ino`, `nlink`, `mode | uid << 32`, `ctime_ns`, `size`), then
+/// the lengths of the path as given and of the kernel's name.
+const INFO_WORDS: usize = 8;
 
 struct Slot {
     /// Even: stable (0: never written); odd: a write is in progress.
     seq: AtomicU64,
     info: [AtomicU64; INFO_WORDS],
+    /// The path as given.
     path: [AtomicU64; PATH_WORDS],
+    /// The kernel's name of the file it led to.
+    kpath: [AtomicU64; PATH_WORDS],
 }
 
 /// The table: one per process, in static memory.
@@ -55,6 +60,7 @@ impl MemoTable {
                     seq: AtomicU64::new(0),
                     info: [const { AtomicU64::new(0) }; INFO_WORDS],
                     path: [const { AtomicU64::new(0) }; PATH_WORDS],
+                    kpath: [const { AtomicU64::new(0) }; PATH_WORDS],
                 }
             }; SLOTS],
         }
@@ -74,8 +80,9 @@ impl<'a> Memo<'a> {
         Memo { table, last_seen }
     }
 
-    /// The identity remembered for `path`, if any.
-    pub(crate) fn recall(&self, path: &[u8]) -> Option<FileInfo> {
+    /// The identity remembered for `path`, if any, with the kernel's name of the file
+    /// written into `kpath`.
+    pub(crate) fn recall(&self, path: &[u8], kpath: &mut PathBuf) -> Option<FileInfo> {
         if path.len() > MAX_PATH {
             return None;
         }
@@ -89,11 +96,20 @@ impl<'a> Memo<'a> {
         let same_path = info[6] == path.len() as u64
             && (0..words(path.len()))
                 .all(|i| slot.path[i].load(Ordering::Relaxed) == word(path, i));
+        let name: [u64; PATH_WORDS] =
+            core::array::from_fn(|i| slot.kpath[i].load(Ordering::Relaxed));
         // Every load above happens before this re-check of the sequence.
         fence(Ordering::Acquire);
         if !same_path || slot.seq.load(Ordering::Relaxed) != before {
             return None;
         }
+        let len = usize::try_from(info[7]).ok().filter(|&n| n <= MAX_PATH)?;
+        let mut bytes = [0u8; MAX_PATH];
+        for (chunk, w) in bytes.chunks_exact_mut(8).zip(name) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        kpath.truncate(0);
+        kpath.push_bytes(&bytes[..len]).ok()?;
         Some(FileInfo {
             dev: info[0],
             ino: info[1],
@@ -105,12 +121,13 @@ impl<'a> Memo<'a> {
         })
     }
 
-    /// Offers `path`'s identity: kept if this thread's previous decision was of `path` too.
-    pub(crate) fn offer(&self, path: &[u8], file: &FileInfo) {
+    /// Offers what `path` led to (the file `kpath`): kept if this thread's previous decision
+    /// was of `path` too.
+    pub(crate) fn offer(&self, path: &[u8], kpath: &[u8], file: &FileInfo) {
         let Some(last_seen) = self.last_seen else {
             return;
         };
-        if path.len() > MAX_PATH {
+        if path.len() > MAX_PATH || kpath.len() > MAX_PATH {
             return;
         }
         let h = hash(path);
@@ -137,12 +154,16 @@ impl<'a> Memo<'a> {
             file.ctime_ns,
             file.size,
             path.len() as u64,
+            kpath.len() as u64,
         ];
         for (cell, v) in slot.info.iter().zip(info) {
             cell.store(v, Ordering::Relaxed);
         }
         for (i, cell) in slot.path[..words(path.len())].iter().enumerate() {
             cell.store(word(path, i), Ordering::Relaxed);
+        }
+        for (i, cell) in slot.kpath[..words(kpath.len())].iter().enumerate() {
+            cell.store(word(kpath, i), Ordering::Relaxed);
         }
         slot.seq.store(seq + 2, Ordering::Release);
     }
@@ -188,18 +209,29 @@ mod tests {
         }
     }
 
+    fn recall(memo: &Memo<'_>, path: &[u8]) -> Option<(FileInfo, std::vec::Vec<u8>)> {
+        let mut kpath = PathBuf::new();
+        memo.recall(path, &mut kpath)
+            .map(|i| (i, kpath.as_bytes().to_vec()))
+    }
+
     #[test]
     fn remembers_a_path_decided_twice_in_a_row() {
         let table = MemoTable::new();
         let seen = AtomicU64::new(0);
         let memo = Memo::new(&table, Some(&seen));
-        memo.offer(b"/usr/bin/cc", &info(3));
-        assert_eq!(memo.recall(b"/usr/bin/cc"), None, "once is not remembered");
-        memo.offer(b"/usr/bin/cc", &info(3));
-        assert_eq!(memo.recall(b"/usr/bin/cc"), Some(info(3)));
+        let gcc = b"/usr/bin/x86_64-linux-gnu-gcc-12";
+        memo.offer(b"/usr/bin/cc", gcc, &info(3));
+        assert_eq!(
+            recall(&memo, b"/usr/bin/cc"),
+            None,
+            "once is not remembered"
+        );
+        memo.offer(b"/usr/bin/cc", gcc, &info(3));
+        assert_eq!(recall(&memo, b"/usr/bin/cc"), Some((info(3), gcc.to_vec())));
         // Another path of the same length and slot is not this one.
-        assert_eq!(memo.recall(b"/usr/bin/cd"), None);
-        assert_eq!(memo.recall(b"/usr/bin/c"), None);
+        assert_eq!(recall(&memo, b"/usr/bin/cd"), None);
+        assert_eq!(recall(&memo, b"/usr/bin/c"), None);
     }
 
     #[test]
@@ -207,10 +239,10 @@ mod tests {
         let table = MemoTable::new();
         let seen = AtomicU64::new(0);
         let memo = Memo::new(&table, Some(&seen));
-        memo.offer(b"/usr/bin/a", &info(1));
-        memo.offer(b"/usr/bin/b", &info(2));
-        memo.offer(b"/usr/bin/a", &info(1));
-        assert_eq!(memo.recall(b"/usr/bin/a"), None);
+        memo.offer(b"/usr/bin/a", b"/usr/bin/a", &info(1));
+        memo.offer(b"/usr/bin/b", b"/usr/bin/b", &info(2));
+        memo.offer(b"/usr/bin/a", b"/usr/bin/a", &info(1));
+        assert_eq!(recall(&memo, b"/usr/bin/a"), None);
     }
 
     #[test]
@@ -219,13 +251,16 @@ mod tests {
         let long = [b'a'; MAX_PATH + 1];
         let seen = AtomicU64::new(0);
         let memo = Memo::new(&table, Some(&seen));
-        memo.offer(&long, &info(1));
-        memo.offer(&long, &info(1));
-        assert_eq!(memo.recall(&long), None);
+        memo.offer(&long, b"/x", &info(1));
+        memo.offer(&long, b"/x", &info(1));
+        assert_eq!(recall(&memo, &long), None);
+        memo.offer(b"/x", &long, &info(1));
+        memo.offer(b"/x", &long, &info(1));
+        assert_eq!(recall(&memo, b"/x"), None);
         let blind = Memo::new(&table, None);
-        blind.offer(b"/usr/bin/x", &info(1));
-        blind.offer(b"/usr/bin/x", &info(1));
-        assert_eq!(blind.recall(b"/usr/bin/x"), None);
+        blind.offer(b"/usr/bin/x", b"/usr/bin/x", &info(1));
+        blind.offer(b"/usr/bin/x", b"/usr/bin/x", &info(1));
+        assert_eq!(recall(&blind, b"/usr/bin/x"), None);
     }
 
     #[test]
@@ -233,12 +268,12 @@ mod tests {
         let table = MemoTable::new();
         let seen = AtomicU64::new(0);
         let memo = Memo::new(&table, Some(&seen));
-        memo.offer(b"/bin/x", &info(1));
-        memo.offer(b"/bin/x", &info(1));
+        memo.offer(b"/bin/x", b"/usr/bin/x", &info(1));
+        memo.offer(b"/bin/x", b"/usr/bin/x", &info(1));
         let slot = memo.slot(hash(b"/bin/x"));
         slot.seq.fetch_add(1, Ordering::Relaxed); // a writer stopped half-way (a killed vfork child)
-        assert_eq!(memo.recall(b"/bin/x"), None);
-        memo.offer(b"/bin/x", &info(2));
-        assert_eq!(memo.recall(b"/bin/x"), None, "a busy slot is left alone");
+        assert_eq!(recall(&memo, b"/bin/x"), None);
+        memo.offer(b"/bin/x", b"/usr/bin/x", &info(2));
+        assert_eq!(recall(&memo, b"/bin/x"), None, "a busy slot is left alone");
     }
 }
