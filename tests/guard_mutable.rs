@@ -81,3 +81,46 @@ fn files_the_user_can_write_outside_the_write_set_are_mutable_unsealed() {
         assert!(failed.is_empty(), "{}", failed.join("\n"));
     }
 }
+
+/// `CAP_FOWNER` lets a process change the mode of any file, so it does not make permissions
+/// meaningless the way root's `CAP_DAC_OVERRIDE` does: a non-root process holding it still
+/// finds its own programs mutable (it may make any file writable).
+#[test]
+fn a_non_root_process_with_cap_fowner_cannot_run_its_own_files_unsealed() {
+    if !execguard_testkit::require_root("handing a non-root user CAP_FOWNER") {
+        return;
+    }
+    let user = identities().into_iter().find(|w| !w.is_root()).unwrap();
+    let f = Fixture::new("mutable-fowner");
+    f.for_identity(&user);
+    let userbin = f.base.join("userbin");
+    std::fs::create_dir_all(&userbin).unwrap();
+    copy(&tools().argv, &userbin.join("tool"));
+    user.own(&userbin);
+    let mut failed = vec![];
+    let tool = userbin.join("tool");
+    for caps in ["-all", "+fowner"] {
+        // The guard is loaded after setpriv (which holds root's capabilities until its exec):
+        // the probe decides with the user's ids and the ambient capabilities alone.
+        let mut cmd = f.plain("/usr/bin/setpriv");
+        cmd.arg(format!("--reuid={}", user.uid()))
+            .arg(format!("--regid={}", user.gid()))
+            .arg("--clear-groups")
+            .arg(format!("--inh-caps={caps}"))
+            .arg(format!("--ambient-caps={caps}"))
+            .arg("/usr/bin/env")
+            .arg(format!("LD_PRELOAD={}", s(&tools().lib)))
+            .arg(format!("EXECGUARD_POLICY={}", f.strict()))
+            .arg(&tools().probe)
+            .arg("execve")
+            .arg(&tool);
+        let o = run(&mut cmd);
+        let named = o.stderr.contains(&format!("mutable_native: {}", s(&tool)));
+        if o.ran() || !named {
+            failed.push(format!(
+                "capabilities {caps}: the user's own program not refused\n{o}"
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

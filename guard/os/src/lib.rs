@@ -301,11 +301,14 @@ impl Sys for LibcSys {
         raw::geteuid()
     }
 
+    fn owns_every_file(&mut self) -> bool {
+        raw::has_effective_cap(raw::CAP_FOWNER)
+    }
+
     fn bypasses_permissions(&mut self) -> bool {
         // Root owns the system's files (its owner bits let it write them); CAP_DAC_OVERRIDE
-        // (root's, or one kept across setuid before an exec) makes every access check pass,
-        // and CAP_FOWNER lets it change any file's mode.
-        raw::geteuid() == 0 || raw::has_any_effective_cap(&[raw::CAP_DAC_OVERRIDE, raw::CAP_FOWNER])
+        // (root's, or one kept across setuid before an exec) makes every access check pass.
+        raw::geteuid() == 0 || raw::has_effective_cap(raw::CAP_DAC_OVERRIDE)
     }
 
     fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {

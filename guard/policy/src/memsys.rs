@@ -113,7 +113,8 @@ impl MemSys {
         self
     }
 
-    /// The session's user may write `path` (a file or directory): other users' bits say so.
+    /// The kernel lets the session's user write `path` (a file or directory), whatever the
+    /// mode bits show.
     pub fn writable(&mut self, path: &[u8]) -> &mut Self {
         self.writable.push(path.to_vec());
         self
@@ -222,10 +223,9 @@ impl MemSys {
             },
             _ => return FileInfo::default(),
         };
+        // `writable` leaves the mode alone: the kernel's answer is not always the mode bits'
+        // (FUSE, NFS, CIFS), and the engine must ask it.
         let has = |list: &[Vec<u8>]| list.iter().any(|p| p == canonical);
-        if has(&self.writable) {
-            info.mode |= 0o022;
-        }
         if has(&self.owned) {
             info.uid = SESSION_UID;
             info.mode &= !0o222;
@@ -311,6 +311,10 @@ impl Sys for MemSys {
         } else {
             Err(EACCES)
         }
+    }
+
+    fn owns_every_file(&mut self) -> bool {
+        false
     }
 
     fn effective_uid(&mut self) -> u32 {

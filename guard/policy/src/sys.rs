@@ -101,9 +101,10 @@ pub trait Sys {
     fn may_write(&mut self, path: &[u8]) -> Result<(), Errno>;
     /// The effective user id (a file's owner may make it writable, whatever its mode).
     fn effective_uid(&mut self) -> u32;
-    /// Does this process bypass file permissions (effective uid 0, `CAP_DAC_OVERRIDE`, or
-    /// `CAP_FOWNER`, which lets it make any file writable)? Then permissions cannot say what
-    /// it may change, and only the write set counts.
+    /// May this process change the mode of any file, as its owner could (`CAP_FOWNER`)?
+    fn owns_every_file(&mut self) -> bool;
+    /// Does this process bypass file permissions (effective uid 0, or `CAP_DAC_OVERRIDE`)?
+    /// Then permissions cannot say what it may change, and only the write set counts.
     fn bypasses_permissions(&mut self) -> bool;
     /// The text of the symlink at `path` (`readlink`) written to the start of `out`, and its
     /// length; `EINVAL` when `path` is not a symlink.
