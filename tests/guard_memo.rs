@@ -50,3 +50,38 @@ fn a_remembered_program_that_changed_is_decided_again() {
         assert!(failed.is_empty(), "{}", failed.join("\n"));
     }
 }
+
+/// Threads deciding at once (posix_spawn in some, vfork + execve in others, which write the
+/// memo from a child sharing the parent's memory) each get the answer the file deserves:
+/// more names than the memo has slots, programs that run and a script whose interpreter is
+/// a workspace ELF, which never does.
+#[test]
+fn threads_and_vfork_children_sharing_the_memo_get_every_answer_right() {
+    let program = compile(&support_dir(), "memo_threads.c", "memo_threads", &[]);
+    for who in identities() {
+        let f = Fixture::new("memo-threads");
+        f.for_identity(&who);
+        let sealed = f.policy("strict", "seal = true\n");
+        let mut args = vec![];
+        for i in 0..6 {
+            let prog = f.sys.join(format!("prog-{i}"));
+            copy(&tools().argv, &prog);
+            let link = f.sys.join(format!("link-{i}"));
+            std::os::unix::fs::symlink(&prog, &link).unwrap();
+            args.push(format!("+{}", s(&prog)));
+            args.push(format!("+{}", s(&link)));
+        }
+        let bad = f.sys.join("bad");
+        f.write_exec(&bad, format!("#!{}\n", s(&f.payload)).as_bytes());
+        args.push(format!("-{}", s(&bad)));
+        let mut cmd = f.guarded(&sealed, &program);
+        cmd.arg("8").arg("20").args(&args);
+        let o = run(who.apply(&mut cmd));
+        let want = format!("THREADS ok={} wrong=0", 8 * 20 * 3 * args.len());
+        assert!(
+            o.stdout.lines().any(|l| l == want),
+            "{}: want {want:?}\n{o}",
+            who.label()
+        );
+    }
+}
