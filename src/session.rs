@@ -1018,8 +1018,19 @@ mod tests {
     /// outer ones; the user's additions must lie in the write set; removals win.
     #[test]
     fn exec_dirs_are_discovered_by_the_contract() {
-        // Outside the built-in roots (/tmp would put `opt/bin` in the write set).
-        let t = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        // Outside the built-in roots (/tmp would put `opt/bin` in the write set): the
+        // checkout, or `$HOME` when the checkout itself is in one (a clone in /tmp).
+        let builtin = |p: &Path| {
+            execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+                .iter()
+                .any(|r| p.starts_with(std::str::from_utf8(r).unwrap()))
+        };
+        let base = [Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))), home()]
+            .into_iter()
+            .flatten()
+            .find(|p| p.canonicalize().is_ok_and(|c| !builtin(&c)))
+            .expect("a directory outside the built-in mutable roots (the checkout or $HOME)");
+        let t = tempfile::tempdir_in(base).unwrap();
         let root = t.path().canonicalize().unwrap();
         let home = root.join("home");
         let ws = home.join("src/app");
