@@ -82,12 +82,13 @@ fn files_the_user_can_write_outside_the_write_set_are_mutable_unsealed() {
     }
 }
 
-/// `CAP_FOWNER` lets a process change the mode of any file, so it does not make permissions
-/// meaningless the way root's `CAP_DAC_OVERRIDE` does: a non-root process holding it still
-/// finds its own programs mutable (it may make any file writable).
+/// `CAP_FOWNER` lets a process change the mode of any file, and `CAP_CHOWN` make any file its
+/// own: neither makes permissions meaningless the way root's `CAP_DAC_OVERRIDE` does. A
+/// non-root process holding one finds every file on a writable mount mutable, a system
+/// program too; without them its own programs stay mutable and system programs run.
 #[test]
-fn a_non_root_process_with_cap_fowner_cannot_run_its_own_files_unsealed() {
-    if !execguard_testkit::require_root("handing a non-root user CAP_FOWNER") {
+fn a_non_root_process_that_can_take_any_file_finds_every_file_mutable_unsealed() {
+    if !execguard_testkit::require_root("handing a non-root user CAP_FOWNER and CAP_CHOWN") {
         return;
     }
     let user = identities().into_iter().find(|w| !w.is_root()).unwrap();
@@ -97,9 +98,15 @@ fn a_non_root_process_with_cap_fowner_cannot_run_its_own_files_unsealed() {
     std::fs::create_dir_all(&userbin).unwrap();
     copy(&tools().argv, &userbin.join("tool"));
     user.own(&userbin);
-    let mut failed = vec![];
     let tool = userbin.join("tool");
-    for caps in ["-all", "+fowner"] {
+    let mut failed = vec![];
+    for (caps, program, refused) in [
+        ("-all", &tool, true),
+        ("+fowner", &tool, true),
+        ("-all", &f.sys_argv, false),
+        ("+fowner", &f.sys_argv, true),
+        ("+chown", &f.sys_argv, true),
+    ] {
         // The guard is loaded after setpriv (which holds root's capabilities until its exec):
         // the probe decides with the user's ids and the ambient capabilities alone.
         let mut cmd = f.plain("/usr/bin/setpriv");
@@ -113,12 +120,15 @@ fn a_non_root_process_with_cap_fowner_cannot_run_its_own_files_unsealed() {
             .arg(format!("EXECGUARD_POLICY={}", f.strict()))
             .arg(&tools().probe)
             .arg("execve")
-            .arg(&tool);
+            .arg(program);
         let o = run(&mut cmd);
-        let named = o.stderr.contains(&format!("mutable_native: {}", s(&tool)));
-        if o.ran() || !named {
+        let named = o
+            .stderr
+            .contains(&format!("mutable_native: {}", s(program)));
+        if refused != (!o.ran() && named) {
             failed.push(format!(
-                "capabilities {caps}: the user's own program not refused\n{o}"
+                "capabilities {caps}, {}: refused expected: {refused}\n{o}",
+                s(program)
             ));
         }
     }

@@ -302,7 +302,8 @@ impl Sys for LibcSys {
     }
 
     fn owns_every_file(&mut self) -> bool {
-        raw::has_effective_cap(raw::CAP_FOWNER)
+        // CAP_CHOWN can make any file its own, then change its mode as the owner.
+        raw::has_effective_cap(raw::CAP_FOWNER) || raw::has_effective_cap(raw::CAP_CHOWN)
     }
 
     fn bypasses_permissions(&mut self) -> bool {

@@ -275,6 +275,8 @@ unsafe fn access(path: *const c_char, mode: c_int) -> Result<(), c_int> {
 
 /// `CAP_DAC_OVERRIDE` (linux/capability.h): bypass file read, write and execute checks.
 pub const CAP_DAC_OVERRIDE: u32 = 1;
+/// `CAP_CHOWN`: give any file to any owner.
+pub const CAP_CHOWN: u32 = 0;
 /// `CAP_FOWNER`: act as the owner of any file (change its mode, among others).
 pub const CAP_FOWNER: u32 = 3;
 

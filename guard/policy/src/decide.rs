@@ -369,16 +369,20 @@ fn recall<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, target: Target<'_>, hop: &
 }
 
 /// Offers a freshly inspected target to the memo, if it is what the memo may keep: sealed, a
-/// readable ELF outside the write set (the caller's `mutable` said no), named by an absolute
-/// path the session cannot redirect (no symlink on the way in the write set: `touched`).
+/// readable ELF outside the write set (the caller's `mutable` said no), named by a normal
+/// absolute path (no empty, `.` or `..` component) that the session cannot redirect (nothing
+/// walked one by one in the write set: `touched`) and that means the same in every process
+/// (nothing on the way in `/proc`).
 fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
     let (Some(memo), Target::Path(path)) = (&ctx.memo, target) else {
         return;
     };
     if ctx.policy.seal()
-        && path.starts_with(b"/")
+        && is_normal_absolute(path)
+        && !is_under(path, b"/proc")
         && hop.readable
         && !hop.touched
+        && !hop.per_process
         && hop.info.is_regular()
         && hop.info.nlink > 0
         && hop.head[..hop.head_len].starts_with(ELF_MAGIC)
@@ -389,6 +393,15 @@ fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
 
 const ELF_MAGIC: &[u8] = b"\x7fELF";
 
+/// An absolute path with no empty, `.` or `..` component.
+fn is_normal_absolute(path: &[u8]) -> bool {
+    path.len() > 1
+        && path[0] == b'/'
+        && path[1..]
+            .split(|&c| c == b'/')
+            .all(|c| !matches!(c, b"" | b"." | b".."))
+}
+
 /// One file of the chain, inspected and closed again.
 struct Hop {
     info: FileInfo,
@@ -398,6 +411,9 @@ struct Hop {
     /// Could the session make the name this hop was opened by lead elsewhere (it went through
     /// the write set)? Then the kernel must be handed `kpath` instead.
     touched: bool,
+    /// Did the name's walk go through `/proc` (`/proc/self/cwd`, `/dev/fd`...)? What such a
+    /// name means depends on the process resolving it.
+    per_process: bool,
     kpath: PathBuf,
 }
 
@@ -409,6 +425,7 @@ impl Hop {
             head_len: 0,
             readable: true,
             touched: false,
+            per_process: false,
             kpath: PathBuf::new(),
         }
     }
@@ -558,11 +575,17 @@ fn inspect<S: Sys>(
 ) -> Result<(), Verdict> {
     hop.head_len = 0;
     hop.readable = true;
+    hop.per_process = false;
     if let (At::Cwd(path), true) = (at, follow) {
-        let mut in_write_set = |sys: &mut S, p: &[u8]| redirectable(sys, policy, p);
-        if let Some((fd, info, touched)) =
-            resolve::open_resolved_in(sys, path, OpenMode::Read, &mut hop.kpath, &mut in_write_set)
-        {
+        let mut per_process = false;
+        let mut in_write_set = |sys: &mut S, p: &[u8]| {
+            per_process |= is_under(p, b"/proc");
+            redirectable(sys, policy, p)
+        };
+        let opened =
+            resolve::open_resolved_in(sys, path, OpenMode::Read, &mut hop.kpath, &mut in_write_set);
+        hop.per_process = per_process;
+        if let Some((fd, info, touched)) = opened {
             hop.info = info;
             hop.touched = touched;
             let head = if info.is_regular() {
@@ -900,7 +923,7 @@ where
             }
         }
         let requested = chain.get(chain.current);
-        check_allowed(policy, requested, kpath)?;
+        check_allowed(policy, requested, hop.touched, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
         if depth == 0 && policy.is_own_loader(requested, kpath) {
             check_own_loader(sys, ctx, requested, chain.args(), req.envp)?;
@@ -978,15 +1001,24 @@ fn check_native(
     Ok(())
 }
 
-fn check_allowed(policy: &Policy<'_>, requested: &[u8], kpath: &[u8]) -> Result<(), Verdict> {
+/// Is the command on the allow-list? By the file's kernel name, or by the name it was asked
+/// for when the session could not have made that name (`redirectable`: it went through the
+/// write set, where `ln -s /usr/bin/perl ls` would make any program an allowed `ls`).
+fn check_allowed(
+    policy: &Policy<'_>,
+    requested: &[u8],
+    redirectable: bool,
+    kpath: &[u8],
+) -> Result<(), Verdict> {
     if !policy.has_allow_list() {
         return Ok(());
     }
+    let asked = (!redirectable).then_some(requested);
     let ok = policy.allow_commands().any(|entry| {
         if entry.contains(&b'/') {
-            entry == requested || entry == kpath
+            asked == Some(entry) || entry == kpath
         } else {
-            entry == basename(requested) || entry == basename(kpath)
+            asked.is_some_and(|r| entry == basename(r)) || entry == basename(kpath)
         }
     });
     if ok {
@@ -1260,7 +1292,7 @@ fn check_loader<'a, S: Sys>(
             other => other,
         })?;
         let kpath = hop.kpath.as_bytes();
-        check_allowed(ctx.policy, arg, kpath)?;
+        check_allowed(ctx.policy, arg, hop.touched, kpath)?;
         check_protected(sys, ctx, &hop.info, kpath)?;
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
         if is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
@@ -1558,6 +1590,13 @@ mod rule_tests {
             .cwd_at(b"/ws");
     }
 
+    /// `/ws/x`, a plain directory the session may replace by a symlink; `/ws/ls`, a symlink
+    /// it made, named after a command the allow-list names.
+    fn ws_tricks(s: &mut MemSys) {
+        base(s);
+        s.dir(b"/ws/x").symlink(b"/ws/ls", b"/usr/bin/dash");
+    }
+
     /// `/opt` belongs to the session's user, mode `r-x`: it may `chmod` it and replace the tool.
     fn owned_opt(s: &mut MemSys) {
         base(s);
@@ -1806,6 +1845,33 @@ mod rule_tests {
             want: Want::Allow,
         },
         Row {
+            what: "a `..` after a directory in the write set: handed by its kernel name",
+            tree: ws_tricks,
+            policy: WS,
+            target: b"/ws/x/../../usr/bin/ls",
+            argv: &[b"ls"],
+            envp: &[],
+            want: Want::ExecAs(b"/usr/bin/ls"),
+        },
+        Row {
+            what: "allow-list: a symlink the session made, named after an allowed command",
+            tree: ws_tricks,
+            policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"ls\"]\n",
+            target: b"/ws/ls",
+            argv: &[b"ls"],
+            envp: &[],
+            want: Want::Deny(Reason::CommandNotAllowed),
+        },
+        Row {
+            what: "allow-list: a name through symlinks outside the write set counts",
+            tree: ws_tricks,
+            policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"sh\"]\n",
+            target: b"/bin/sh",
+            argv: &[b"sh"],
+            envp: &[],
+            want: Want::Allow,
+        },
+        Row {
             what: "empty argv",
             tree: base,
             policy: WS,
@@ -1998,6 +2064,8 @@ mod rule_tests {
             (SEALED, &b"/ws/payload"[..]),
             (SEALED, &b"../usr/bin/ls"[..]), // relative: another file in another cwd
             (SEALED, &b"/ws/link"[..]),      // a symlink in the write set
+            (SEALED, &b"/usr/bin/../bin/ls"[..]), // not a normal name
+            (SEALED, &b"/usr//bin/ls"[..]),
         ] {
             let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
             let mut sys = MemSys::new();

@@ -31,9 +31,10 @@ pub fn open_resolved<S: Sys>(
 }
 
 /// [`open_resolved`], also saying whether the walk went through a place `in_write_set` names
-/// (the cwd of a relative path, the directory of any symlink on the way): then the session
-/// could make the same path name another file later. (A plain directory on the way that it
-/// can change puts the file itself in such a place, which the caller checks anyway.)
+/// (the cwd of a relative path, the directory of any component it walked one by one: of a
+/// symlink, or of a directory a `..` leaves): then the session could make the same path name
+/// another file later. (A plain path opened in one go that goes through a directory it can
+/// change puts the file itself in such a place, which the caller checks anyway.)
 pub fn open_resolved_in<S: Sys>(
     sys: &mut S,
     path: &[u8],
@@ -134,6 +135,16 @@ fn walk<S: Sys>(
             }
             _ => {
                 let resolved = out.as_bytes().len();
+                // An entry of a directory the session can change can be replaced, a
+                // directory by a symlink too: the name then leads where the session says.
+                // Asked of every component walked here, symlink or not: a `..` after it hides
+                // it from the mutable predicate, which sees only where the walk ends.
+                let dir = if resolved == 0 {
+                    &b"/"[..]
+                } else {
+                    out.as_bytes()
+                };
+                *touched |= in_write_set(sys, dir);
                 out.push_bytes(b"/").ok()?;
                 out.push_bytes(&pending[component]).ok()?;
                 // The link text takes the component's place, just before the `/` (if any)
@@ -141,15 +152,6 @@ fn walk<S: Sys>(
                 match sys.read_link(out.as_bytes(), &mut pending[..next]) {
                     Err(EINVAL) => {} // not a symlink: part of the result
                     Ok(n) if n > 0 && n < next => {
-                        // A symlink in a directory the session can change can be replaced:
-                        // the name leads where the session says (a directory above it in the
-                        // write set puts that directory there too).
-                        let dir = if resolved == 0 {
-                            &b"/"[..]
-                        } else {
-                            &out.as_bytes()[..resolved]
-                        };
-                        *touched |= in_write_set(sys, dir);
                         links += 1;
                         if links > MAX_LINKS {
                             return None;

@@ -101,7 +101,8 @@ pub trait Sys {
     fn may_write(&mut self, path: &[u8]) -> Result<(), Errno>;
     /// The effective user id (a file's owner may make it writable, whatever its mode).
     fn effective_uid(&mut self) -> u32;
-    /// May this process change the mode of any file, as its owner could (`CAP_FOWNER`)?
+    /// May this process change the mode of any file, as its owner could (`CAP_FOWNER`, or
+    /// `CAP_CHOWN`, which makes any file its own first)?
     fn owns_every_file(&mut self) -> bool;
     /// Does this process bypass file permissions (effective uid 0, or `CAP_DAC_OVERRIDE`)?
     /// Then permissions cannot say what it may change, and only the write set counts.
