@@ -77,7 +77,7 @@ fn benches(c: &mut Criterion) {
             b.iter(|| {
                 let req = Request {
                     target: Target::Path(path),
-                    given_name: None,
+                    spawned: None,
                     argv: &argv[..],
                     envp: &env[..],
                 };

@@ -210,6 +210,29 @@ fn posix_spawn_is_decided_on_what_the_child_will_see() {
         check("spawn-open", &f.sys_argv, &f.payload, &f.ws, true);
         check("spawn-dup2", &f.payload, &f.sys_argv, &f.ws, false);
         check("spawn-open", &f.payload, &f.sys_argv, &f.ws, false);
+        // Other spellings of the same names, as the kernel reads them.
+        for way in ["spawn-dup2-slashes", "spawn-dup2-dot"] {
+            check(way, &f.sys_argv, &f.payload, &f.ws, true);
+            check(way, &f.payload, &f.sys_argv, &f.ws, false);
+        }
+        check("spawn-chdir-cwd", rel, &f.ws, &f.sys, true);
+        check("spawn-chdir-cwd", rel, &f.sys, &f.ws, false);
         assert!(failed.is_empty(), "{}", failed.join("\n"));
+        // A name that reaches the child's own /proc entries by a way the replay does not
+        // follow (a symlink to /proc/self/cwd) is refused: in the parent it is `sys/payload`,
+        // in the child `ws/payload`.
+        let link = f.base.join("to-own-cwd");
+        std::os::unix::fs::symlink("/proc/self/cwd/payload", &link).unwrap();
+        let mut cmd = f.guarded(&f.strict(), &tools().around);
+        cmd.current_dir(&f.sys)
+            .arg("spawn-chdir")
+            .arg(&link)
+            .arg(&f.ws);
+        let o = run(who.apply(&mut cmd));
+        assert!(
+            o.has_denial("spawn_actions") && !o.ran(),
+            "{}: a symlink to /proc/self/cwd\n{o}",
+            who.label()
+        );
     }
 }

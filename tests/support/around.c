@@ -31,6 +31,9 @@
  *                                              open in the parent and OTHER dup2'ed over it
  *                                              in the child
  *   spawn-open OTHER                           the same with an open action of OTHER
+ *   spawn-dup2-slashes spawn-dup2-dot OTHER    spawn-dup2 by /proc/self/fd//N, /proc/./self/fd/N
+ *   spawn-chdir-cwd DIR                        posix_spawn /proc/self/cwd/TARGET after a chdir
+ *                                              action to DIR
  *   memfd-syscall memfd-syscall-hi             memfd_create through syscall(): reports
  *                                              ret=1 when the memfd carries F_SEAL_EXEC
  */
@@ -233,6 +236,11 @@ int main(int argc, char **argv) {
         char *spawn_argv[] = {(char *)target, NULL};
         if (!strcmp(way, "spawn-chdir")) {
             posix_spawn_file_actions_addchdir_np(&fa, other);
+        } else if (!strcmp(way, "spawn-chdir-cwd")) {
+            posix_spawn_file_actions_addchdir_np(&fa, other);
+            snprintf(fdpath, sizeof fdpath, "/proc/self/cwd/%s", target);
+            spawned_path = fdpath;
+            spawn_argv[0] = fdpath;
         } else if (!strcmp(way, "spawn-fchdir")) {
             int d = open(other, O_RDONLY | O_DIRECTORY);
             if (d < 0)
@@ -242,10 +250,13 @@ int main(int argc, char **argv) {
             int t = open(target, O_RDONLY);
             if (t < 0)
                 return 99;
-            snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", t);
+            const char *spelling = !strcmp(way, "spawn-dup2-slashes") ? "/proc/self/fd//%d"
+                                   : !strcmp(way, "spawn-dup2-dot")   ? "/proc/./self/fd/%d"
+                                                                      : "/proc/self/fd/%d";
+            snprintf(fdpath, sizeof fdpath, spelling, t);
             spawned_path = fdpath;
             spawn_argv[0] = fdpath;
-            if (!strcmp(way, "spawn-dup2")) {
+            if (!strncmp(way, "spawn-dup2", 10)) {
                 int o = open(other, O_RDONLY);
                 if (o < 0)
                     return 99;

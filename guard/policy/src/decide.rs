@@ -150,12 +150,23 @@ impl<'r> Target<'r> {
 pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
     /// The file to decide, as a name the guard can resolve.
     pub target: Target<'r>,
-    /// The name the caller gave, when `target` is another name for it (a `posix_spawn` whose
-    /// file actions change what the name means in the child): a launch's argv carries it, as
-    /// the kernel's would.
-    pub given_name: Option<&'r [u8]>,
+    /// A `posix_spawn` whose file actions change the child's descriptors or cwd: `target` is
+    /// what the child's exec will reach, named from this process.
+    pub spawned: Option<Spawned<'r>>,
     pub argv: &'r A,
     pub envp: &'r E,
+}
+
+/// What the guard knows of a `posix_spawn` with file actions ([`crate::spawn::child_path`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Spawned<'r> {
+    /// The name the caller gave: a launch's argv carries it, as the kernel's would.
+    pub given: &'r [u8],
+    /// `target` goes through this process's `/proc/self/fd/N` on purpose (the replay of a
+    /// descriptor the child inherits). Otherwise a walk that meets `/proc` reached something
+    /// per process (`/proc/self/cwd`, `/dev/fd/N` through a symlink...) that the replay did
+    /// not see, and the exec is refused (`spawn_actions`).
+    pub through_own_fd: bool,
 }
 
 /// The path a refusal names, as shown on stderr and in the audit record: at most
@@ -736,7 +747,7 @@ impl<'r, A: StrList + ?Sized> Chain<'r, A> {
             n: 0,
             current: Piece::Target,
             argv: req.argv,
-            target: req.given_name.unwrap_or(req.target.name()),
+            target: req.spawned.map_or(req.target.name(), |s| s.given),
         }
     }
 
@@ -889,6 +900,11 @@ where
         inspect(sys, policy, at, follow, &mut hop)?;
     }
     // While every file so far is a mutable script, a launch may be needed.
+    if let Some(spawned) = req.spawned {
+        if hop.per_process && !spawned.through_own_fd {
+            return Err(deny(Reason::SpawnActions, req.target.name()));
+        }
+    }
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     for depth in 0..MAX_CHAIN {
         if !hop.info.is_regular() {
@@ -1895,7 +1911,7 @@ mod rule_tests {
         };
         let req = Request {
             target: Target::Path(row.target),
-            given_name: None,
+            spawned: None,
             argv: row.argv,
             envp: row.envp,
         };
@@ -1942,7 +1958,7 @@ mod rule_tests {
         };
         let req = Request {
             target: Target::Path(b"/usr/bin/ls"),
-            given_name: None,
+            spawned: None,
             argv: &[&b"ls"[..]][..],
             envp: &[][..],
         };
@@ -1980,7 +1996,7 @@ mod rule_tests {
         let argv = [target];
         let req = Request {
             target: Target::Path(target),
-            given_name: None,
+            spawned: None,
             argv: &argv[..],
             envp: &[][..],
         };

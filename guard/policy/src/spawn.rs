@@ -46,10 +46,14 @@ enum Fd<'a> {
 /// What the child's exec of a path will reach, as a name the parent can inspect.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ChildPath {
-    /// No action changes what the path names: decide it as given.
+    /// No action changes a descriptor or the cwd: decide the path as given.
     Same,
-    /// Decide this name instead (written to the caller's buffer).
-    Rewritten,
+    /// Actions change descriptors or the cwd, but not what this name reaches, as long as its
+    /// walk meets nothing per process (`/proc/self`, `/dev/fd`...: the decision refuses that).
+    Unaffected,
+    /// Decide this name instead (written to the caller's buffer). `through_own_fd`: it goes
+    /// through this process's `/proc/self/fd/N` on purpose (a descriptor the child inherits).
+    Rewritten { through_own_fd: bool },
     /// The child's exec will fail with this errno (a closed descriptor).
     Fails(Errno),
     /// The actions are beyond what is replayed (too many descriptors, a name too long):
@@ -84,17 +88,22 @@ impl<'a> Cwds<'a> {
         Some(self.n - 1)
     }
 
-    /// Writes cwd `i` (with a trailing `/`, or nothing for the parent's own) to `out`.
-    fn write(&self, i: usize, out: &mut PathBuf) -> Option<()> {
+    /// Writes cwd `i` (with a trailing `/`, or nothing for the parent's own) to `out`; true
+    /// when it goes through this process's `/proc/self/fd/N` (an `fchdir` to a descriptor
+    /// the child inherits).
+    fn write(&self, i: usize, out: &mut PathBuf) -> Option<bool> {
         match self.pieces.get(i).copied().flatten() {
-            None => Some(()),
-            Some(Piece::ParentFd(k)) => write_fd_path(k, out),
+            None => Some(false),
+            Some(Piece::ParentFd(k)) => write_fd_path(k, out).map(|()| true),
             Some(Piece::Join { base, path }) | Some(Piece::Opened { cwd: base, path }) => {
-                if !path.starts_with(b"/") {
-                    self.write(base, out)?;
-                }
+                let via_fd = if path.starts_with(b"/") {
+                    false
+                } else {
+                    self.write(base, out)?
+                };
                 out.push_bytes(path).ok()?;
-                out.push_bytes(b"/").ok()
+                out.push_bytes(b"/").ok()?;
+                Some(via_fd)
             }
         }
     }
@@ -215,33 +224,87 @@ pub fn child_path<'a>(
     if !changed {
         return ChildPath::Same;
     }
+    // The kernel reads `//` and `/./` as `/`: so must the names replayed below.
+    let mut name = PathBuf::new();
+    if collapse(path, &mut name).is_none() {
+        return ChildPath::TooComplex;
+    }
+    let path = name.as_bytes();
     out.truncate(0);
+    let mut through_own_fd = false;
     let written = if let Some((fd, rest)) = fd_name(path) {
         match lookup(&fds[..n_fds], closed_from, fd) {
-            Fd::Parent(k) if k == fd => return ChildPath::Same,
-            Fd::Parent(k) => write_fd_path(k, out).map(|()| {
-                let without_slash = out.as_bytes().len() - 1;
-                out.truncate(without_slash)
-            }),
+            Fd::Parent(k) => {
+                through_own_fd = true;
+                write_fd_path(k, out).map(|()| {
+                    let without_slash = out.as_bytes().len() - 1;
+                    out.truncate(without_slash)
+                })
+            }
             Fd::Opened { cwd, path: opened } => (|| {
                 if !opened.starts_with(b"/") {
-                    cwds.write(cwd, out)?;
+                    through_own_fd |= cwds.write(cwd, out)?;
                 }
                 out.push_bytes(opened).ok()
             })(),
             Fd::Closed => return ChildPath::Fails(crate::sys::ENOENT),
         }
         .and_then(|()| out.push_bytes(rest).ok())
+    } else if let Some(rest) = own_cwd_name(path) {
+        // `/proc/self/cwd/...`: the child's cwd, as a relative name.
+        cwds.write(cwd, out)
+            .map(|via_fd| through_own_fd = via_fd)
+            .and_then(|()| {
+                out.push_bytes(if rest.is_empty() { b"." } else { rest })
+                    .ok()
+            })
     } else if path.starts_with(b"/") || cwd == 0 {
-        return ChildPath::Same;
+        return ChildPath::Unaffected;
     } else {
         cwds.write(cwd, out)
+            .map(|via_fd| through_own_fd = via_fd)
             .and_then(|()| out.push_bytes(path).ok())
     };
     match written {
-        Some(()) => ChildPath::Rewritten,
+        Some(()) => ChildPath::Rewritten { through_own_fd },
         None => ChildPath::TooComplex,
     }
+}
+
+/// `path` without empty and `.` components (`..` kept: what it undoes depends on symlinks),
+/// absolute if it was, with a trailing `/` if it had one.
+fn collapse(path: &[u8], out: &mut PathBuf) -> Option<()> {
+    out.truncate(0);
+    if path.starts_with(b"/") {
+        out.push_bytes(b"/").ok()?;
+    }
+    let mut first = true;
+    for c in path
+        .split(|&c| c == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+    {
+        if !first {
+            out.push_bytes(b"/").ok()?;
+        }
+        out.push_bytes(c).ok()?;
+        first = false;
+    }
+    if path.ends_with(b"/") && !first {
+        out.push_bytes(b"/").ok()?;
+    }
+    if out.as_bytes().is_empty() {
+        out.push_bytes(b".").ok()?;
+    }
+    Some(())
+}
+
+/// What follows `/proc/self/cwd` or `/proc/thread-self/cwd` (without its `/`).
+fn own_cwd_name(path: &[u8]) -> Option<&[u8]> {
+    [&b"/proc/self/cwd"[..], b"/proc/thread-self/cwd"]
+        .iter()
+        .find_map(|p| path.strip_prefix(*p))
+        .filter(|rest| rest.is_empty() || rest.starts_with(b"/"))
+        .map(|rest| rest.strip_prefix(b"/").unwrap_or(rest))
 }
 
 #[cfg(test)]
@@ -252,7 +315,7 @@ mod tests {
     fn replay(actions: &[SpawnAction<'_>], path: &[u8]) -> (ChildPath, std::string::String) {
         let mut out = PathBuf::new();
         let r = child_path(actions.iter().copied(), path, &mut out);
-        let name = if r == ChildPath::Rewritten {
+        let name = if matches!(r, ChildPath::Rewritten { .. }) {
             std::string::String::from_utf8_lossy(out.as_bytes()).into_owned()
         } else {
             std::string::String::new()
@@ -262,33 +325,34 @@ mod tests {
 
     #[test]
     fn the_child_sees_what_its_actions_made() {
+        const FD: ChildPath = ChildPath::Rewritten {
+            through_own_fd: true,
+        };
+        const NAME: ChildPath = ChildPath::Rewritten {
+            through_own_fd: false,
+        };
         let cases: &[(&[SpawnAction<'_>], &[u8], ChildPath, &str)] = &[
             (&[], b"./x", ChildPath::Same, ""),
-            (&[Dup2 { from: 5, to: 1 }], b"./x", ChildPath::Same, ""),
-            (&[Chdir(b"/ws")], b"./x", ChildPath::Rewritten, "/ws/./x"),
-            (&[Chdir(b"/ws")], b"/usr/bin/x", ChildPath::Same, ""),
+            (
+                &[Dup2 { from: 5, to: 1 }],
+                b"./x",
+                ChildPath::Unaffected,
+                "",
+            ),
+            (&[Chdir(b"/ws")], b"./x", NAME, "/ws/x"),
+            (&[Chdir(b"/ws")], b"/usr/bin/x", ChildPath::Unaffected, ""),
             (
                 &[Chdir(b"sub"), Chdir(b"deeper")],
                 b"x",
-                ChildPath::Rewritten,
+                NAME,
                 "sub/deeper/x",
             ),
-            (
-                &[Chdir(b"sub"), Chdir(b"/abs")],
-                b"x",
-                ChildPath::Rewritten,
-                "/abs/x",
-            ),
-            (
-                &[Fchdir(7)],
-                b"x",
-                ChildPath::Rewritten,
-                "/proc/self/fd/7/x",
-            ),
+            (&[Chdir(b"sub"), Chdir(b"/abs")], b"x", NAME, "/abs/x"),
+            (&[Fchdir(7)], b"x", FD, "/proc/self/fd/7/x"),
             (
                 &[Dup2 { from: 9, to: 7 }, Fchdir(7)],
                 b"x",
-                ChildPath::Rewritten,
+                FD,
                 "/proc/self/fd/9/x",
             ),
             (
@@ -300,7 +364,7 @@ mod tests {
                     Fchdir(7),
                 ],
                 b"x",
-                ChildPath::Rewritten,
+                NAME,
                 "/ws/x",
             ),
             (
@@ -312,20 +376,20 @@ mod tests {
             (
                 &[Dup2 { from: 9, to: 3 }],
                 b"/proc/self/fd/3",
-                ChildPath::Rewritten,
+                FD,
                 "/proc/self/fd/9",
             ),
             (
                 &[Dup2 { from: 9, to: 0 }],
                 b"/dev/stdin",
-                ChildPath::Rewritten,
+                FD,
                 "/proc/self/fd/9",
             ),
             (
                 &[Dup2 { from: 3, to: 3 }],
                 b"/dev/fd/3",
-                ChildPath::Same,
-                "",
+                FD,
+                "/proc/self/fd/3",
             ),
             (
                 &[Open {
@@ -333,7 +397,7 @@ mod tests {
                     path: b"/ws/elf",
                 }],
                 b"/dev/fd/3",
-                ChildPath::Rewritten,
+                NAME,
                 "/ws/elf",
             ),
             (
@@ -345,7 +409,7 @@ mod tests {
                     },
                 ],
                 b"/proc/self/fd/3",
-                ChildPath::Rewritten,
+                NAME,
                 "/ws/elf",
             ),
             (
@@ -360,18 +424,51 @@ mod tests {
                 ChildPath::Fails(crate::sys::ENOENT),
                 "",
             ),
-            (&[CloseFrom(5)], b"/proc/self/fd/4", ChildPath::Same, ""),
+            (&[CloseFrom(5)], b"/proc/self/fd/4", FD, "/proc/self/fd/4"),
             (
                 &[Dup2 { from: 9, to: 3 }],
                 b"/proc/self/fd/3/sub",
-                ChildPath::Rewritten,
+                FD,
                 "/proc/self/fd/9/sub",
             ),
             (
                 &[Dup2 { from: 9, to: 3 }],
                 b"/proc/self/fd/30",
-                ChildPath::Same,
-                "",
+                FD,
+                "/proc/self/fd/30",
+            ),
+            // The kernel reads `//` and `/./` as `/`, and so does the replay.
+            (
+                &[Dup2 { from: 9, to: 7 }],
+                b"/proc/self/fd//7",
+                FD,
+                "/proc/self/fd/9",
+            ),
+            (
+                &[Dup2 { from: 9, to: 7 }],
+                b"//proc/self/fd/7",
+                FD,
+                "/proc/self/fd/9",
+            ),
+            (
+                &[Dup2 { from: 9, to: 7 }],
+                b"/proc/./self/fd/7",
+                FD,
+                "/proc/self/fd/9",
+            ),
+            // The child's cwd.
+            (&[Chdir(b"/ws")], b"/proc/self/cwd/true", NAME, "/ws/true"),
+            (
+                &[Chdir(b"/ws")],
+                b"/proc/thread-self/cwd//true",
+                NAME,
+                "/ws/true",
+            ),
+            (
+                &[Dup2 { from: 9, to: 7 }],
+                b"/proc/self/cwd/true",
+                NAME,
+                "true",
             ),
         ];
         for (actions, path, want, name) in cases {
