@@ -218,6 +218,22 @@ fn posix_spawn_is_decided_on_what_the_child_will_see() {
         check("spawn-chdir-cwd", rel, &f.ws, &f.sys, true);
         check("spawn-chdir-cwd", rel, &f.sys, &f.ws, false);
         assert!(failed.is_empty(), "{}", failed.join("\n"));
+        // Through a descriptor of `/` the child inherits, a name leads back into the child's
+        // own /proc: the child must run the file the guard decided (the system's `true`,
+        // which prints nothing), never the workspace program dup2'ed over descriptor N.
+        for way in ["spawn-dup2-root", "spawn-fchdir-root"] {
+            let mut cmd = f.guarded(&f.strict(), &tools().around);
+            cmd.current_dir(&f.ws)
+                .arg(way)
+                .arg("/usr/bin/true")
+                .arg(&f.payload);
+            let o = run(who.apply(&mut cmd));
+            assert!(
+                !o.ran(),
+                "{} {way}: the workspace program ran\n{o}",
+                who.label()
+            );
+        }
         // A name that reaches the child's own /proc entries by a way the replay does not
         // follow (a symlink to /proc/self/cwd) is refused: in the parent it is `sys/payload`,
         // in the child `ws/payload`.

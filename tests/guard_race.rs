@@ -110,3 +110,40 @@ fn swapping_a_workspace_symlink_to_a_system_program_never_runs_the_elf() {
         }
     }
 }
+
+/// A name through `/proc/self/fd` means what the descriptor table says when the kernel reads
+/// it, and another thread can change the table after the check: the guard hands the kernel
+/// the file's own name. A system program on descriptor 3 is allowed; a workspace ELF dup2'ed
+/// there afterwards must never be what runs.
+#[test]
+fn a_descriptor_swapped_after_the_check_never_runs_the_elf() {
+    let race = race_program();
+    for who in identities() {
+        let f = Fixture::new("race-fd");
+        f.for_identity(&who);
+        let elf = f.ws.join("elf");
+        copy(race, &elf);
+        let system = f.sys.join("race");
+        copy(race, &system);
+        let mut cmd = f.guarded(&f.strict(), &system);
+        cmd.arg("posix_spawn-fd")
+            .arg(&elf)
+            .arg(&system)
+            .arg(N.to_string());
+        let o = run(who.apply(&mut cmd));
+        let (elf_runs, allowed, _refused, other) = counts(&o);
+        assert_eq!(
+            elf_runs,
+            0,
+            "{}: the ELF ran {elf_runs} times in {N}\n{}",
+            who.label(),
+            o.stdout
+        );
+        assert!(
+            allowed > 0,
+            "{}: the system program never ran\n{o}",
+            who.label()
+        );
+        assert_eq!(other, 0, "{}\n{o}", who.label());
+    }
+}

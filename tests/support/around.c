@@ -34,6 +34,9 @@
  *   spawn-dup2-slashes spawn-dup2-dot OTHER    spawn-dup2 by /proc/self/fd//N, /proc/./self/fd/N
  *   spawn-chdir-cwd DIR                        posix_spawn /proc/self/cwd/TARGET after a chdir
  *                                              action to DIR
+ *   spawn-dup2-root spawn-fchdir-root OTHER    spawn-dup2 by /proc/self/fd/R/proc/self/fd/N
+ *                                              (R: `/`), or by proc/self/fd/N after an
+ *                                              fchdir action to R
  *   memfd-syscall memfd-syscall-hi             memfd_create through syscall(): reports
  *                                              ret=1 when the memfd carries F_SEAL_EXEC
  */
@@ -254,9 +257,21 @@ int main(int argc, char **argv) {
                                    : !strcmp(way, "spawn-dup2-dot")   ? "/proc/./self/fd/%d"
                                                                       : "/proc/self/fd/%d";
             snprintf(fdpath, sizeof fdpath, spelling, t);
+            if (!strcmp(way, "spawn-dup2-root") || !strcmp(way, "spawn-fchdir-root")) {
+                /* Through a descriptor of `/` the child inherits, back into its own /proc. */
+                int r = open("/", O_RDONLY | O_DIRECTORY);
+                if (r < 0)
+                    return 99;
+                if (!strcmp(way, "spawn-dup2-root")) {
+                    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d/proc/self/fd/%d", r, t);
+                } else {
+                    posix_spawn_file_actions_addfchdir_np(&fa, r);
+                    snprintf(fdpath, sizeof fdpath, "proc/self/fd/%d", t);
+                }
+            }
             spawned_path = fdpath;
             spawn_argv[0] = fdpath;
-            if (!strncmp(way, "spawn-dup2", 10)) {
+            if (!strncmp(way, "spawn-dup2", 10) || !strcmp(way, "spawn-fchdir-root")) {
                 int o = open(other, O_RDONLY);
                 if (o < 0)
                     return 99;

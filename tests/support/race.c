@@ -1,7 +1,9 @@
 /* race: swaps a workspace script and a workspace ELF at one path (renameat2 RENAME_EXCHANGE,
  * in a loop on another thread) while starting that path N times, and counts what ran.
  *
- *   race WAY PATH OTHER N       WAY: posix_spawn | execve (fork + execve)
+ *   race WAY PATH OTHER N       WAY: posix_spawn | execve (fork + execve) | posix_spawn-fd
+ *                               (posix_spawn /proc/self/fd/3 while another thread dup2s PATH
+ *                               and OTHER onto descriptor 3)
  *
  * PATH starts as a script that exits 7 (or a symlink to a copy of this program outside the
  * workspace), OTHER as a copy of this program. Started with --payload, this program exits 42
@@ -31,10 +33,19 @@ extern char **environ;
 static const char *a, *b;
 static atomic_int stop;
 
+static int fd_a = -1, fd_b = -1;
+
 static void *swapper(void *unused) {
     (void)unused;
-    while (!atomic_load(&stop))
-        syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+    while (!atomic_load(&stop)) {
+        if (fd_a >= 0) {
+            /* posix_spawn-fd: descriptor 3 is PATH, then OTHER, then PATH... */
+            dup2(fd_a, 3);
+            dup2(fd_b, 3);
+        } else {
+            syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+        }
+    }
     return NULL;
 }
 
@@ -48,12 +59,22 @@ int main(int argc, char **argv) {
         return strstr(self, "/ws/") ? 42 : 7;
     }
     if (argc != 5) {
-        dprintf(2, "usage: race posix_spawn|execve PATH OTHER N\n");
+        dprintf(2, "usage: race posix_spawn|execve|posix_spawn-fd PATH OTHER N\n");
         return 99;
     }
-    int spawn = !strcmp(argv[1], "posix_spawn");
+    int spawn = !strncmp(argv[1], "posix_spawn", 11);
     a = argv[2];
     b = argv[3];
+    if (!strcmp(argv[1], "posix_spawn-fd")) {
+        /* Spawn /proc/self/fd/3 while another thread points descriptor 3 at PATH, then at
+         * OTHER: the name means what the table says when the kernel reads it. */
+        /* Above 3, which is the one swapped. */
+        fd_a = fcntl(open(argv[2], O_RDONLY | O_CLOEXEC), F_DUPFD_CLOEXEC, 10);
+        fd_b = fcntl(open(argv[3], O_RDONLY | O_CLOEXEC), F_DUPFD_CLOEXEC, 10);
+        if (fd_a < 0 || fd_b < 0 || dup2(fd_b, 3) != 3)
+            return 95;
+        a = "/proc/self/fd/3";
+    }
     int n = atoi(argv[4]);
     pthread_t t;
     if (pthread_create(&t, NULL, swapper, NULL) != 0)

@@ -165,7 +165,9 @@ pub struct Spawned<'r> {
     /// `target` goes through this process's `/proc/self/fd/N` on purpose (the replay of a
     /// descriptor the child inherits). Otherwise a walk that meets `/proc` reached something
     /// per process (`/proc/self/cwd`, `/dev/fd/N` through a symlink...) that the replay did
-    /// not see, and the exec is refused (`spawn_actions`).
+    /// not see, and the exec is refused (`spawn_actions`). Either way the child is handed the
+    /// file's own name, never one that goes through `/proc`: what follows a replayed
+    /// descriptor can lead back into the child's own `/proc` entries.
     pub through_own_fd: bool,
 }
 
@@ -423,7 +425,7 @@ struct Hop {
     /// the write set)? Then the kernel must be handed `kpath` instead.
     touched: bool,
     /// Did the name's walk go through `/proc` (`/proc/self/cwd`, `/dev/fd`...)? What such a
-    /// name means depends on the process resolving it.
+    /// name means depends on the process resolving it (and counts as `touched`).
     per_process: bool,
     kpath: PathBuf,
 }
@@ -598,7 +600,10 @@ fn inspect<S: Sys>(
         hop.per_process = per_process;
         if let Some((fd, info, touched)) = opened {
             hop.info = info;
-            hop.touched = touched;
+            // A name through `/proc` means what this process's descriptors, cwd and root
+            // are when the kernel reads it, which another thread (or a spawn's file actions)
+            // can change after this check: hand the kernel the file's own name instead.
+            hop.touched = touched || per_process;
             let head = if info.is_regular() {
                 sys.read_head(&fd, &mut hop.head)
             } else {
