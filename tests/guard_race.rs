@@ -147,3 +147,40 @@ fn a_descriptor_swapped_after_the_check_never_runs_the_elf() {
         assert_eq!(other, 0, "{}\n{o}", who.label());
     }
 }
+
+/// A relative name means what the cwd is when the kernel reads it, and another thread can
+/// `chdir` after the check: the guard hands the kernel the file's own name. `./x` in a system
+/// directory is allowed; the workspace's `./x` must never be what runs.
+#[test]
+fn a_cwd_changed_after_the_check_never_runs_the_elf() {
+    let race = race_program();
+    for who in identities() {
+        let f = Fixture::new("race-cwd");
+        f.for_identity(&who);
+        let (ws_dir, sys_dir) = (f.ws.join("d"), f.sys.join("d"));
+        for d in [&ws_dir, &sys_dir] {
+            std::fs::create_dir_all(d).unwrap();
+            copy(race, &d.join("x"));
+        }
+        let mut cmd = f.guarded(&f.strict(), sys_dir.join("x"));
+        cmd.arg("posix_spawn-cwd")
+            .arg(&ws_dir)
+            .arg(&sys_dir)
+            .arg(N.to_string());
+        let o = run(who.apply(&mut cmd));
+        let (elf, allowed, _refused, other) = counts(&o);
+        assert_eq!(
+            elf,
+            0,
+            "{}: the ELF ran {elf} times in {N}\n{}",
+            who.label(),
+            o.stdout
+        );
+        assert!(
+            allowed > 0,
+            "{}: the system program never ran\n{o}",
+            who.label()
+        );
+        assert_eq!(other, 0, "{}\n{o}", who.label());
+    }
+}

@@ -3,7 +3,9 @@
  *
  *   race WAY PATH OTHER N       WAY: posix_spawn | execve (fork + execve) | posix_spawn-fd
  *                               (posix_spawn /proc/self/fd/3 while another thread dup2s PATH
- *                               and OTHER onto descriptor 3)
+ *                               and OTHER onto descriptor 3) | posix_spawn-cwd (posix_spawn ./x
+ *                               while another thread changes the cwd between the directories
+ *                               PATH and OTHER)
  *
  * PATH starts as a script that exits 7 (or a symlink to a copy of this program outside the
  * workspace), OTHER as a copy of this program. Started with --payload, this program exits 42
@@ -33,12 +35,16 @@ extern char **environ;
 static const char *a, *b;
 static atomic_int stop;
 
-static int fd_a = -1, fd_b = -1;
+static int fd_a = -1, fd_b = -1, cwd_race = 0;
 
 static void *swapper(void *unused) {
     (void)unused;
     while (!atomic_load(&stop)) {
-        if (fd_a >= 0) {
+        if (cwd_race) {
+            /* posix_spawn-cwd: the cwd is PATH, then OTHER, then PATH... */
+            if (chdir(a) || chdir(b))
+                return NULL;
+        } else if (fd_a >= 0) {
             /* posix_spawn-fd: descriptor 3 is PATH, then OTHER, then PATH... */
             dup2(fd_a, 3);
             dup2(fd_b, 3);
@@ -74,17 +80,24 @@ int main(int argc, char **argv) {
         if (fd_a < 0 || fd_b < 0 || dup2(fd_b, 3) != 3)
             return 95;
         a = "/proc/self/fd/3";
+    } else if (!strcmp(argv[1], "posix_spawn-cwd")) {
+        /* Spawn ./x while another thread changes the cwd between the directories PATH and
+         * OTHER, each holding an x. */
+        cwd_race = 1;
+        if (chdir(b))
+            return 95;
     }
     int n = atoi(argv[4]);
     pthread_t t;
     if (pthread_create(&t, NULL, swapper, NULL) != 0)
         return 98;
     int elf = 0, script = 0, refused = 0, other = 0;
-    char *child_argv[] = {(char *)a, "--payload", NULL};
+    const char *spawned = cwd_race ? "./x" : a;
+    char *child_argv[] = {(char *)spawned, "--payload", NULL};
     for (int i = 0; i < n; i++) {
         pid_t pid;
         if (spawn) {
-            if (posix_spawn(&pid, a, NULL, NULL, child_argv, environ) != 0) {
+            if (posix_spawn(&pid, spawned, NULL, NULL, child_argv, environ) != 0) {
                 refused++;
                 continue;
             }
