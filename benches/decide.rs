@@ -77,7 +77,7 @@ fn benches(c: &mut Criterion) {
             b.iter(|| {
                 let req = Request {
                     target: Target::Path(path),
-                    spawned: None,
+                    given_name: None,
                     argv: &argv[..],
                     envp: &env[..],
                 };

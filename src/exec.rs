@@ -56,7 +56,7 @@ pub fn decide_command(
     let decide_one = |sys: &mut LibcSys, target: &[u8]| {
         let req = Request {
             target: Target::Path(target),
-            spawned: None,
+            given_name: None,
             argv: &argv_refs[..],
             envp: &env_refs[..],
         };

@@ -235,19 +235,44 @@ fn posix_spawn_is_decided_on_what_the_child_will_see() {
             );
         }
         // A name that reaches the child's own /proc entries by a way the replay does not
-        // follow (a symlink to /proc/self/cwd) is refused: in the parent it is `sys/payload`,
-        // in the child `ws/payload`.
+        // follow (a symlink to /proc/self/cwd): in the parent it is the system's `true`, in
+        // the child (after its chdir action) the workspace's. The child is handed the file
+        // that was decided, so the workspace program (which prints) never runs.
+        copy(&tools().argv, &f.ws.join("true"));
         let link = f.base.join("to-own-cwd");
-        std::os::unix::fs::symlink("/proc/self/cwd/payload", &link).unwrap();
+        std::os::unix::fs::symlink("/proc/self/cwd/true", &link).unwrap();
         let mut cmd = f.guarded(&f.strict(), &tools().around);
-        cmd.current_dir(&f.sys)
+        cmd.current_dir("/usr/bin")
             .arg("spawn-chdir")
             .arg(&link)
             .arg(&f.ws);
         let o = run(who.apply(&mut cmd));
         assert!(
-            o.has_denial("spawn_actions") && !o.ran(),
+            !o.ran() && o.denials().is_empty(),
             "{}: a symlink to /proc/self/cwd\n{o}",
+            who.label()
+        );
+    }
+}
+
+/// A program that starts itself again by `/proc/self/exe` with its output redirected (Rust's
+/// `Command::new("/proc/self/exe")`, python's `os.posix_spawn` with file actions) still runs:
+/// in the child that name is the same program.
+#[test]
+fn posix_spawn_of_proc_self_exe_with_file_actions_runs() {
+    for who in identities() {
+        let f = Fixture::new("around-self-exe");
+        f.for_identity(&who);
+        let script = "import os, sys\n\
+                      pid = os.posix_spawn('/proc/self/exe', ['python3', '-c', 'print(\"CHILD RAN\")'], \
+                      os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, 1, 1)])\n\
+                      sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n";
+        let mut cmd = f.guarded(&f.strict(), "/usr/bin/python3");
+        cmd.arg("-c").arg(script);
+        let o = run(who.apply(&mut cmd));
+        assert!(
+            o.stdout.contains("CHILD RAN") && o.denials().is_empty(),
+            "{}\n{o}",
             who.label()
         );
     }

@@ -253,7 +253,7 @@ proptest! {
         } else {
             Target::Path(&full_bytes)
         };
-        let req = Request { target, spawned: None, argv: &argv[..], envp: &envp[..] };
+        let req = Request { target, given_name: None, argv: &argv[..], envp: &envp[..] };
         let verdict = decide(&mut LibcSys, &ctx, &req);
 
         // The expectation from std: the kernel resolves `from_dir/rel` the same way.

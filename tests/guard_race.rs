@@ -111,9 +111,9 @@ fn swapping_a_workspace_symlink_to_a_system_program_never_runs_the_elf() {
     }
 }
 
-/// A name through `/proc/self/fd` means what the descriptor table says when the kernel reads
-/// it, and another thread can change the table after the check: the guard hands the kernel
-/// the file's own name. A system program on descriptor 3 is allowed; a workspace ELF dup2'ed
+/// A name through `/proc/self/fd` (or a descriptor given to `fexecve`) means what the
+/// descriptor table says when the kernel reads it, and another thread can change the table
+/// after the check: the guard hands the kernel the file's own name. A system program on descriptor 3 is allowed; a workspace ELF dup2'ed
 /// there afterwards must never be what runs.
 #[test]
 fn a_descriptor_swapped_after_the_check_never_runs_the_elf() {
@@ -125,26 +125,23 @@ fn a_descriptor_swapped_after_the_check_never_runs_the_elf() {
         copy(race, &elf);
         let system = f.sys.join("race");
         copy(race, &system);
-        let mut cmd = f.guarded(&f.strict(), &system);
-        cmd.arg("posix_spawn-fd")
-            .arg(&elf)
-            .arg(&system)
-            .arg(N.to_string());
-        let o = run(who.apply(&mut cmd));
-        let (elf_runs, allowed, _refused, other) = counts(&o);
-        assert_eq!(
-            elf_runs,
-            0,
-            "{}: the ELF ran {elf_runs} times in {N}\n{}",
-            who.label(),
-            o.stdout
-        );
-        assert!(
-            allowed > 0,
-            "{}: the system program never ran\n{o}",
-            who.label()
-        );
-        assert_eq!(other, 0, "{}\n{o}", who.label());
+        for way in ["posix_spawn-fd", "fexecve-fd"] {
+            let mut cmd = f.guarded(&f.strict(), &system);
+            cmd.arg(way).arg(&elf).arg(&system).arg(N.to_string());
+            let o = run(who.apply(&mut cmd));
+            let (elf_runs, allowed, _refused, other) = counts(&o);
+            let who = who.label();
+            assert_eq!(
+                elf_runs, 0,
+                "{who} {way}: the ELF ran {elf_runs} times\n{}",
+                o.stdout
+            );
+            assert!(
+                allowed > 0,
+                "{who} {way}: the system program never ran\n{o}"
+            );
+            assert_eq!(other, 0, "{who} {way}\n{o}");
+        }
     }
 }
 

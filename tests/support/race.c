@@ -5,7 +5,8 @@
  *                               (posix_spawn /proc/self/fd/3 while another thread dup2s PATH
  *                               and OTHER onto descriptor 3) | posix_spawn-cwd (posix_spawn ./x
  *                               while another thread changes the cwd between the directories
- *                               PATH and OTHER)
+ *                               PATH and OTHER) | fexecve-fd (fexecve(3) in a fork child while
+ *                               another thread of it dup2s PATH and OTHER onto descriptor 3)
  *
  * PATH starts as a script that exits 7 (or a symlink to a copy of this program outside the
  * workspace), OTHER as a copy of this program. Started with --payload, this program exits 42
@@ -71,7 +72,8 @@ int main(int argc, char **argv) {
     int spawn = !strncmp(argv[1], "posix_spawn", 11);
     a = argv[2];
     b = argv[3];
-    if (!strcmp(argv[1], "posix_spawn-fd")) {
+    int fexec = !strcmp(argv[1], "fexecve-fd");
+    if (!strcmp(argv[1], "posix_spawn-fd") || fexec) {
         /* Spawn /proc/self/fd/3 while another thread points descriptor 3 at PATH, then at
          * OTHER: the name means what the table says when the kernel reads it. */
         /* Above 3, which is the one swapped. */
@@ -89,7 +91,8 @@ int main(int argc, char **argv) {
     }
     int n = atoi(argv[4]);
     pthread_t t;
-    if (pthread_create(&t, NULL, swapper, NULL) != 0)
+    /* fexecve-fd: each child swaps its own descriptor 3 (a fork copies only its thread). */
+    if (!fexec && pthread_create(&t, NULL, swapper, NULL) != 0)
         return 98;
     int elf = 0, script = 0, refused = 0, other = 0;
     const char *spawned = cwd_race ? "./x" : a;
@@ -103,6 +106,15 @@ int main(int argc, char **argv) {
             }
         } else {
             pid = fork();
+            if (pid == 0 && fexec) {
+                /* fexecve(3) while another thread of this child dup2s PATH and OTHER onto
+                 * descriptor 3. */
+                pthread_t c;
+                if (dup2(fd_b, 3) != 3 || pthread_create(&c, NULL, swapper, NULL) != 0)
+                    _exit(98);
+                fexecve(3, child_argv, environ);
+                _exit(113);
+            }
             if (pid == 0) {
                 execve(a, child_argv, environ);
                 _exit(113);
@@ -122,7 +134,8 @@ int main(int argc, char **argv) {
             other++;
     }
     atomic_store(&stop, 1);
-    pthread_join(t, NULL);
+    if (!fexec)
+        pthread_join(t, NULL);
     dprintf(1, "RACE elf=%d script=%d refused=%d other=%d\n", elf, script, refused, other);
     return 0;
 }

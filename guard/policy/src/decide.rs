@@ -150,25 +150,12 @@ impl<'r> Target<'r> {
 pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
     /// The file to decide, as a name the guard can resolve.
     pub target: Target<'r>,
-    /// A `posix_spawn` whose file actions change the child's descriptors or cwd: `target` is
-    /// what the child's exec will reach, named from this process.
-    pub spawned: Option<Spawned<'r>>,
+    /// The name the caller gave, when `target` is another name for it (a `posix_spawn` whose
+    /// file actions change what the name means in the child): a launch's argv carries it, as
+    /// the kernel's would.
+    pub given_name: Option<&'r [u8]>,
     pub argv: &'r A,
     pub envp: &'r E,
-}
-
-/// What the guard knows of a `posix_spawn` with file actions ([`crate::spawn::child_path`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Spawned<'r> {
-    /// The name the caller gave: a launch's argv carries it, as the kernel's would.
-    pub given: &'r [u8],
-    /// `target` goes through this process's `/proc/self/fd/N` on purpose (the replay of a
-    /// descriptor the child inherits). Otherwise a walk that meets `/proc` reached something
-    /// per process (`/proc/self/cwd`, `/dev/fd/N` through a symlink...) that the replay did
-    /// not see, and the exec is refused (`spawn_actions`). Either way the child is handed the
-    /// file's own name, never one that goes through `/proc`: what follows a replayed
-    /// descriptor can lead back into the child's own `/proc` entries.
-    pub through_own_fd: bool,
 }
 
 /// The path a refusal names, as shown on stderr and in the audit record: at most
@@ -752,7 +739,7 @@ impl<'r, A: StrList + ?Sized> Chain<'r, A> {
             n: 0,
             current: Piece::Target,
             argv: req.argv,
-            target: req.spawned.map_or(req.target.name(), |s| s.given),
+            target: req.given_name.unwrap_or(req.target.name()),
         }
     }
 
@@ -905,11 +892,6 @@ where
         inspect(sys, policy, at, follow, &mut hop)?;
     }
     // While every file so far is a mutable script, a launch may be needed.
-    if let Some(spawned) = req.spawned {
-        if hop.per_process && !spawned.through_own_fd {
-            return Err(deny(Reason::SpawnActions, req.target.name()));
-        }
-    }
     let mut all_mutable_scripts = matches!(req.target, Target::Path(_));
     for depth in 0..MAX_CHAIN {
         if !hop.info.is_regular() {
@@ -934,9 +916,12 @@ where
             }
         }
         // The file the kernel is handed by name (the target, or a launch's interpreter): by
-        // its canonical name when the given one went through the write set.
-        let handed = (depth == 0 && !matches!(req.target, Target::Fd(_))) || launched_here;
-        if handed && !mutable && hop.touched {
+        // its canonical name when the given one could lead elsewhere later. A descriptor
+        // target too (`fexecve`): another thread can `dup2` over the descriptor after this
+        // check, so a file with a name is run by that name.
+        let by_fd = depth == 0 && matches!(req.target, Target::Fd(_));
+        let handed = (depth == 0 && !by_fd) || launched_here;
+        if ((handed && hop.touched) || (by_fd && !anonymous)) && !mutable {
             if let Some(out) = exec_as.take() {
                 if !out.set(kpath) {
                     return Err(deny(Reason::PathTooLong, kpath));
@@ -1916,7 +1901,7 @@ mod rule_tests {
         };
         let req = Request {
             target: Target::Path(row.target),
-            spawned: None,
+            given_name: None,
             argv: row.argv,
             envp: row.envp,
         };
@@ -1963,7 +1948,7 @@ mod rule_tests {
         };
         let req = Request {
             target: Target::Path(b"/usr/bin/ls"),
-            spawned: None,
+            given_name: None,
             argv: &[&b"ls"[..]][..],
             envp: &[][..],
         };
@@ -2001,7 +1986,7 @@ mod rule_tests {
         let argv = [target];
         let req = Request {
             target: Target::Path(target),
-            spawned: None,
+            given_name: None,
             argv: &argv[..],
             envp: &[][..],
         };

@@ -30,8 +30,8 @@ pub mod workspace;
 
 pub use decide::{
     decide, decide_code_dirs, decide_launch, decide_object, path_candidates, path_search,
-    search_goes_on, Candidate, Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Spawned,
-    Target, Verdict,
+    search_goes_on, Candidate, Context, ExecName, Launch, Request, RuntimeIds, ShownPath, Target,
+    Verdict,
 };
 pub use memo::{Memo, MemoTable};
 pub use policy::{Policy, PolicyError};

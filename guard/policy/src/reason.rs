@@ -149,7 +149,7 @@ impl Reason {
             Self::AuditUnwritable => "the audit log could not be written",
             Self::InternalError => "the guard could not finish its checks",
             Self::SyscallX32 => "an x32-ABI exec system call, whose 32-bit argv the guard does not decode",
-            Self::SpawnActions => "posix_spawn file actions the guard cannot replay (an unknown kind, too many descriptors, a name too long, a name that reaches the child's own /proc entries another way)",
+            Self::SpawnActions => "posix_spawn file actions the guard cannot replay (an unknown kind, too many descriptors, a name too long)",
             Self::Breakglass => "breakglass profile: allowed and audited",
             Self::Allowed => "every check passed",
         }

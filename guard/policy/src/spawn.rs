@@ -46,14 +46,12 @@ enum Fd<'a> {
 /// What the child's exec of a path will reach, as a name the parent can inspect.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ChildPath {
-    /// No action changes a descriptor or the cwd: decide the path as given.
+    /// No action changes what the path names: decide it as given. (A name that still goes
+    /// through `/proc`, `/proc/self/exe` say, is handed to the kernel by the file's own name:
+    /// what the child runs is what was decided.)
     Same,
-    /// Actions change descriptors or the cwd, but not what this name reaches, as long as its
-    /// walk meets nothing per process (`/proc/self`, `/dev/fd`...: the decision refuses that).
-    Unaffected,
-    /// Decide this name instead (written to the caller's buffer). `through_own_fd`: it goes
-    /// through this process's `/proc/self/fd/N` on purpose (a descriptor the child inherits).
-    Rewritten { through_own_fd: bool },
+    /// Decide this name instead (written to the caller's buffer).
+    Rewritten,
     /// The child's exec will fail with this errno (a closed descriptor).
     Fails(Errno),
     /// The actions are beyond what is replayed (too many descriptors, a name too long):
@@ -88,22 +86,17 @@ impl<'a> Cwds<'a> {
         Some(self.n - 1)
     }
 
-    /// Writes cwd `i` (with a trailing `/`, or nothing for the parent's own) to `out`; true
-    /// when it goes through this process's `/proc/self/fd/N` (an `fchdir` to a descriptor
-    /// the child inherits).
-    fn write(&self, i: usize, out: &mut PathBuf) -> Option<bool> {
+    /// Writes cwd `i` (with a trailing `/`, or nothing for the parent's own) to `out`.
+    fn write(&self, i: usize, out: &mut PathBuf) -> Option<()> {
         match self.pieces.get(i).copied().flatten() {
-            None => Some(false),
-            Some(Piece::ParentFd(k)) => write_fd_path(k, out).map(|()| true),
+            None => Some(()),
+            Some(Piece::ParentFd(k)) => write_fd_path(k, out),
             Some(Piece::Join { base, path }) | Some(Piece::Opened { cwd: base, path }) => {
-                let via_fd = if path.starts_with(b"/") {
-                    false
-                } else {
-                    self.write(base, out)?
-                };
+                if !path.starts_with(b"/") {
+                    self.write(base, out)?;
+                }
                 out.push_bytes(path).ok()?;
-                out.push_bytes(b"/").ok()?;
-                Some(via_fd)
+                out.push_bytes(b"/").ok()
             }
         }
     }
@@ -231,19 +224,15 @@ pub fn child_path<'a>(
     }
     let path = name.as_bytes();
     out.truncate(0);
-    let mut through_own_fd = false;
     let written = if let Some((fd, rest)) = fd_name(path) {
         match lookup(&fds[..n_fds], closed_from, fd) {
-            Fd::Parent(k) => {
-                through_own_fd = true;
-                write_fd_path(k, out).map(|()| {
-                    let without_slash = out.as_bytes().len() - 1;
-                    out.truncate(without_slash)
-                })
-            }
+            Fd::Parent(k) => write_fd_path(k, out).map(|()| {
+                let without_slash = out.as_bytes().len() - 1;
+                out.truncate(without_slash)
+            }),
             Fd::Opened { cwd, path: opened } => (|| {
                 if !opened.starts_with(b"/") {
-                    through_own_fd |= cwds.write(cwd, out)?;
+                    cwds.write(cwd, out)?;
                 }
                 out.push_bytes(opened).ok()
             })(),
@@ -252,21 +241,18 @@ pub fn child_path<'a>(
         .and_then(|()| out.push_bytes(rest).ok())
     } else if let Some(rest) = own_cwd_name(path) {
         // `/proc/self/cwd/...`: the child's cwd, as a relative name.
-        cwds.write(cwd, out)
-            .map(|via_fd| through_own_fd = via_fd)
-            .and_then(|()| {
-                out.push_bytes(if rest.is_empty() { b"." } else { rest })
-                    .ok()
-            })
+        cwds.write(cwd, out).and_then(|()| {
+            out.push_bytes(if rest.is_empty() { b"." } else { rest })
+                .ok()
+        })
     } else if path.starts_with(b"/") || cwd == 0 {
-        return ChildPath::Unaffected;
+        return ChildPath::Same;
     } else {
         cwds.write(cwd, out)
-            .map(|via_fd| through_own_fd = via_fd)
             .and_then(|()| out.push_bytes(path).ok())
     };
     match written {
-        Some(()) => ChildPath::Rewritten { through_own_fd },
+        Some(()) => ChildPath::Rewritten,
         None => ChildPath::TooComplex,
     }
 }
@@ -315,7 +301,7 @@ mod tests {
     fn replay(actions: &[SpawnAction<'_>], path: &[u8]) -> (ChildPath, std::string::String) {
         let mut out = PathBuf::new();
         let r = child_path(actions.iter().copied(), path, &mut out);
-        let name = if matches!(r, ChildPath::Rewritten { .. }) {
+        let name = if r == ChildPath::Rewritten {
             std::string::String::from_utf8_lossy(out.as_bytes()).into_owned()
         } else {
             std::string::String::new()
@@ -325,22 +311,13 @@ mod tests {
 
     #[test]
     fn the_child_sees_what_its_actions_made() {
-        const FD: ChildPath = ChildPath::Rewritten {
-            through_own_fd: true,
-        };
-        const NAME: ChildPath = ChildPath::Rewritten {
-            through_own_fd: false,
-        };
+        const FD: ChildPath = ChildPath::Rewritten;
+        const NAME: ChildPath = ChildPath::Rewritten;
         let cases: &[(&[SpawnAction<'_>], &[u8], ChildPath, &str)] = &[
             (&[], b"./x", ChildPath::Same, ""),
-            (
-                &[Dup2 { from: 5, to: 1 }],
-                b"./x",
-                ChildPath::Unaffected,
-                "",
-            ),
+            (&[Dup2 { from: 5, to: 1 }], b"./x", ChildPath::Same, ""),
             (&[Chdir(b"/ws")], b"./x", NAME, "/ws/x"),
-            (&[Chdir(b"/ws")], b"/usr/bin/x", ChildPath::Unaffected, ""),
+            (&[Chdir(b"/ws")], b"/usr/bin/x", ChildPath::Same, ""),
             (
                 &[Chdir(b"sub"), Chdir(b"deeper")],
                 b"x",

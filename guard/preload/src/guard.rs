@@ -8,8 +8,8 @@ use execguard_policy::audit::{format_denial, Decision};
 use execguard_policy::path::PATH_MAX;
 use execguard_policy::sys::{StrList, EACCES};
 use execguard_policy::{
-    decide_launch, Context, ExecName, Launch, Memo, MemoTable, Policy, Reason, Request, Spawned,
-    Target, Verdict,
+    decide_launch, Context, ExecName, Launch, Memo, MemoTable, Policy, Reason, Request, Target,
+    Verdict,
 };
 use libc::{c_char, c_int};
 
@@ -122,8 +122,8 @@ pub unsafe fn guarded<R>(
     unsafe { guarded_as(entry, target, None, argv, envp, rewrite, run, fail) }
 }
 
-/// [`guarded`] for a `posix_spawn` whose file actions change the child's descriptors or cwd
-/// (`spawned`: the name given, and how `target` reaches what the child will exec).
+/// [`guarded`] for a target inspected under another name than the one given (posix_spawn
+/// file actions: `given_name` is what the child will exec).
 ///
 /// # Safety
 /// As [`guarded`].
@@ -131,7 +131,7 @@ pub unsafe fn guarded<R>(
 pub unsafe fn guarded_as<R>(
     entry: Entry,
     target: Target<'_>,
-    spawned: Option<Spawned<'_>>,
+    given_name: Option<&[u8]>,
     argv: *const *const c_char,
     envp: *const *const c_char,
     rewrite: EnvRewrite,
@@ -151,7 +151,7 @@ pub unsafe fn guarded_as<R>(
                 let ask = Ask {
                     entry,
                     target,
-                    spawned,
+                    given_name,
                     argv: &argv,
                     env: &child_env,
                 };
@@ -186,7 +186,7 @@ pub unsafe fn guarded_as<R>(
 struct Ask<'r> {
     entry: Entry,
     target: Target<'r>,
-    spawned: Option<Spawned<'r>>,
+    given_name: Option<&'r [u8]>,
     argv: &'r CList,
     env: &'r Result<CList, Reason>,
 }
@@ -231,7 +231,7 @@ fn decide_and_report<'r>(
     };
     let req = Request {
         target,
-        spawned: ask.spawned,
+        given_name: ask.given_name,
         argv: ask.argv,
         envp: env,
     };
@@ -632,7 +632,7 @@ fn launches_interpreter(path: &[u8], effective_ids: bool) -> bool {
         let no_env: [&[u8]; 0] = [];
         let req = Request {
             target: Target::Path(path),
-            spawned: None,
+            given_name: None,
             argv: &argv[..],
             envp: &no_env[..],
         };

@@ -8,7 +8,7 @@ use execguard_os::{c_bytes, CList, LibcSys};
 use execguard_policy::path::PathBuf;
 use execguard_policy::spawn::{child_path, ChildPath, SpawnAction};
 use execguard_policy::sys::{StrList, Sys, EACCES, ENOENT};
-use execguard_policy::{path_search, search_goes_on, Candidate, Reason, Spawned, Target};
+use execguard_policy::{path_search, search_goes_on, Candidate, Reason, Target};
 use libc::{c_char, c_int, c_long, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t, FILE};
 
 extern "C" {
@@ -416,14 +416,14 @@ unsafe fn spawn(
     }
     // SAFETY: libc's contract.
     let given = unsafe { c_bytes(path) };
-    let spawn_as = |target: Target<'_>, spawned: Option<Spawned<'_>>| {
+    let spawn_as = |target: Target<'_>, given_name: Option<&[u8]>| {
         // SAFETY: libc's contract; the real posix_spawn gets the same arguments and the
         // (possibly rewritten) environment, valid for the duration of the call.
         unsafe {
             guarded_as(
                 entry,
                 target,
-                spawned,
+                given_name,
                 argv,
                 envp,
                 EnvRewrite::Allowed,
@@ -452,7 +452,7 @@ unsafe fn spawn_with_actions(
     entry: Entry,
     actions: *const posix_spawn_file_actions_t,
     given: &[u8],
-    spawn_as: impl FnOnce(Target<'_>, Option<Spawned<'_>>) -> c_int,
+    spawn_as: impl FnOnce(Target<'_>, Option<&[u8]>) -> c_int,
 ) -> c_int {
     let mut in_child = PathBuf::new();
     // SAFETY: forwarded contract.
@@ -462,20 +462,7 @@ unsafe fn spawn_with_actions(
     };
     match replayed {
         ChildPath::Same => spawn_as(Target::Path(given), None),
-        ChildPath::Unaffected => spawn_as(
-            Target::Path(given),
-            Some(Spawned {
-                given,
-                through_own_fd: false,
-            }),
-        ),
-        ChildPath::Rewritten { through_own_fd } => spawn_as(
-            Target::Path(in_child.as_bytes()),
-            Some(Spawned {
-                given,
-                through_own_fd,
-            }),
-        ),
+        ChildPath::Rewritten => spawn_as(Target::Path(in_child.as_bytes()), Some(given)),
         // The child's exec would fail: nothing runs, and glibc would report this.
         ChildPath::Fails(e) => e,
         ChildPath::TooComplex => {
