@@ -181,3 +181,24 @@ fn a_cwd_changed_after_the_check_never_runs_the_elf() {
         assert_eq!(other, 0, "{}\n{o}", who.label());
     }
 }
+
+/// A system script run by a relative name keeps that name as `$0` (the kernel passes the
+/// script the name it was given; `bzcmp` and `xzegrep` choose what to do by it): only a
+/// relative ELF, whose `argv[0]` is kept anyway, is handed to the kernel by its canonical name.
+#[test]
+fn a_relative_script_keeps_its_name() {
+    for who in identities() {
+        let f = Fixture::new("relative-script");
+        f.for_identity(&who);
+        f.write_exec(&f.sys.join("multi.sh"), b"#!/bin/sh\necho \"ZERO=$0\"\n");
+        std::os::unix::fs::symlink("multi.sh", f.sys.join("foo")).unwrap();
+        let mut cmd = f.guarded(&f.strict(), "/bin/sh");
+        cmd.current_dir(&f.sys).arg("-c").arg("./foo");
+        let o = run(who.apply(&mut cmd));
+        assert!(
+            o.stdout.lines().any(|l| l == "ZERO=./foo"),
+            "{}\n{o}",
+            who.label()
+        );
+    }
+}

@@ -921,7 +921,14 @@ where
         // check, so a file with a name is run by that name.
         let by_fd = depth == 0 && matches!(req.target, Target::Fd(_));
         let handed = (depth == 0 && !by_fd) || launched_here;
-        if ((handed && hop.touched) || (by_fd && !anonymous)) && !mutable {
+        // A relative name means what the cwd is when the kernel reads it, and another thread
+        // can `chdir` after this check. An ELF keeps its `argv[0]` when run by its canonical
+        // name; a script would not keep its `$0` (the kernel passes the name it was given,
+        // and `bzcmp`, `xzegrep` choose what to do by it), so a relative script keeps its name.
+        let relative_elf = depth == 0
+            && matches!(req.target, Target::Path(p) if !p.starts_with(b"/"))
+            && hop.head[..hop.head_len].starts_with(ELF_MAGIC);
+        if ((handed && (hop.touched || relative_elf)) || (by_fd && !anonymous)) && !mutable {
             if let Some(out) = exec_as.take() {
                 if !out.set(kpath) {
                     return Err(deny(Reason::PathTooLong, kpath));

@@ -31,9 +31,9 @@ pub fn open_resolved<S: Sys>(
 }
 
 /// [`open_resolved`], also saying whether the session could make the same path name another
-/// file later: a relative path (another thread can change the cwd), or a walk through a place
-/// `in_write_set` names (the directory of any component walked one by one: of a symlink, or
-/// of a directory a `..` leaves). (A plain path opened in one go that goes through a directory it can
+/// file later: a walk through a place `in_write_set` names (the cwd of a relative path, the
+/// directory of any component walked one by one: of a symlink, or of a directory a `..`
+/// leaves). (A plain path opened in one go that goes through a directory it can
 /// change puts the file itself in such a place, which the caller checks anyway.)
 pub fn open_resolved_in<S: Sys>(
     sys: &mut S,
@@ -85,11 +85,9 @@ fn walk<S: Sys>(
         if !out.as_bytes().starts_with(b"/") {
             return None; // "(unreachable)": the cwd is outside this process's root
         }
-        // Asked for what the caller records of the cwd (`/proc`, say); but a relative name
-        // means what the cwd is when the kernel reads it, and another thread can `chdir`
-        // after this check: the name can always be redirected.
-        in_write_set(sys, out.as_bytes());
-        *touched = true;
+        // (Another thread can `chdir` after this check too: the caller hands the kernel a
+        // relative ELF by its canonical name; see `decide_chain`.)
+        *touched |= in_write_set(sys, out.as_bytes());
         if out.as_bytes() == b"/" {
             out.truncate(0);
         }
