@@ -303,13 +303,13 @@ impl Sys for LibcSys {
 
     fn owns_every_file(&mut self) -> bool {
         // CAP_CHOWN can make any file its own, then change its mode as the owner.
-        raw::has_effective_cap(raw::CAP_FOWNER) || raw::has_effective_cap(raw::CAP_CHOWN)
+        raw::has_any_effective_cap(&[raw::CAP_FOWNER, raw::CAP_CHOWN])
     }
 
     fn bypasses_permissions(&mut self) -> bool {
         // Root owns the system's files (its owner bits let it write them); CAP_DAC_OVERRIDE
         // (root's, or one kept across setuid before an exec) makes every access check pass.
-        raw::geteuid() == 0 || raw::has_effective_cap(raw::CAP_DAC_OVERRIDE)
+        raw::geteuid() == 0 || raw::has_any_effective_cap(&[raw::CAP_DAC_OVERRIDE])
     }
 
     fn read_link(&mut self, path: &[u8], out: &mut [u8]) -> Result<usize, Errno> {

@@ -280,9 +280,9 @@ pub const CAP_CHOWN: u32 = 0;
 /// `CAP_FOWNER`: act as the owner of any file (change its mode, among others).
 pub const CAP_FOWNER: u32 = 3;
 
-/// Is capability `cap` (e.g. [`CAP_DAC_OVERRIDE`]) in this thread's effective set? (`capget`;
-/// false if the kernel will not say.)
-pub fn has_effective_cap(cap: u32) -> bool {
+/// Is any of `caps` (e.g. [`CAP_DAC_OVERRIDE`]) in this thread's effective set? (One
+/// `capget`; false if the kernel will not say.)
+pub fn has_any_effective_cap(caps: &[u32]) -> bool {
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     // struct __user_cap_header_struct { version, pid } and two __user_cap_data_struct
     // { effective, permitted, inheritable } (64 capability bits).
@@ -297,10 +297,12 @@ pub fn has_effective_cap(cap: u32) -> bool {
         0,
     ];
     // SAFETY: both pointers refer to live, writable arrays of the sizes the kernel expects.
-    if unsafe { call(libc::SYS_capget, a) }.is_err() || cap >= 64 {
+    if unsafe { call(libc::SYS_capget, a) }.is_err() {
         return false;
     }
-    data[(cap / 32) as usize * 3] & (1 << (cap % 32)) != 0
+    caps.iter()
+        .filter(|&&cap| cap < 64)
+        .any(|&cap| data[(cap / 32) as usize * 3] & (1 << (cap % 32)) != 0)
 }
 
 pub fn geteuid() -> libc::uid_t {

@@ -370,9 +370,9 @@ fn recall<S: Sys>(sys: &mut S, ctx: &Context<'_, '_>, target: Target<'_>, hop: &
 
 /// Offers a freshly inspected target to the memo, if it is what the memo may keep: sealed, a
 /// readable ELF outside the write set (the caller's `mutable` said no), named by a normal
-/// absolute path (no empty, `.` or `..` component) that the session cannot redirect (nothing
-/// walked one by one in the write set: `touched`) and that means the same in every process
-/// (nothing on the way in `/proc`).
+/// absolute path (no empty, `.` or `..` component) that the session cannot redirect and that
+/// means the same in every process (`touched`: nothing walked one by one in the write set,
+/// nothing on the way in `/proc`).
 fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
     let (Some(memo), Target::Path(path)) = (&ctx.memo, target) else {
         return;
@@ -382,7 +382,6 @@ fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
         && !is_under(path, b"/proc")
         && hop.readable
         && !hop.touched
-        && !hop.per_process
         && hop.info.is_regular()
         && hop.info.nlink > 0
         && hop.head[..hop.head_len].starts_with(ELF_MAGIC)
@@ -411,9 +410,6 @@ struct Hop {
     /// Could the session make the name this hop was opened by lead elsewhere (it went through
     /// the write set)? Then the kernel must be handed `kpath` instead.
     touched: bool,
-    /// Did the name's walk go through `/proc` (`/proc/self/cwd`, `/dev/fd`...)? What such a
-    /// name means depends on the process resolving it (and counts as `touched`).
-    per_process: bool,
     kpath: PathBuf,
 }
 
@@ -425,7 +421,6 @@ impl Hop {
             head_len: 0,
             readable: true,
             touched: false,
-            per_process: false,
             kpath: PathBuf::new(),
         }
     }
@@ -575,7 +570,6 @@ fn inspect<S: Sys>(
 ) -> Result<(), Verdict> {
     hop.head_len = 0;
     hop.readable = true;
-    hop.per_process = false;
     if let (At::Cwd(path), true) = (at, follow) {
         let mut per_process = false;
         let mut in_write_set = |sys: &mut S, p: &[u8]| {
@@ -584,12 +578,12 @@ fn inspect<S: Sys>(
         };
         let opened =
             resolve::open_resolved_in(sys, path, OpenMode::Read, &mut hop.kpath, &mut in_write_set);
-        hop.per_process = per_process;
         if let Some((fd, info, touched)) = opened {
             hop.info = info;
-            // A name through `/proc` means what this process's descriptors, cwd and root
-            // are when the kernel reads it, which another thread (or a spawn's file actions)
-            // can change after this check: hand the kernel the file's own name instead.
+            // A name through `/proc` (`/proc/self/fd`, `/dev/fd`...) means what this process's
+            // descriptors, cwd and root are when the kernel reads it, which another thread (or
+            // a spawn's file actions) can change after this check: hand the kernel the file's
+            // own name instead.
             hop.touched = touched || per_process;
             let head = if info.is_regular() {
                 sys.read_head(&fd, &mut hop.head)
@@ -949,7 +943,7 @@ where
             };
         }
         let buf = shebang::pad(&hop.head[..hop.head_len]);
-        if buf.starts_with(b"\x7fELF") {
+        if buf.starts_with(ELF_MAGIC) {
             if mutable {
                 check_native(profile, anonymous, Reason::MutableNative, kpath)?;
             }
@@ -1396,7 +1390,7 @@ fn check_loaded_program<S: Sys>(
     }
     let kpath = hop.kpath.as_bytes();
     let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
-    let elf = hop.head[..hop.head_len].starts_with(b"\x7fELF");
+    let elf = hop.head[..hop.head_len].starts_with(ELF_MAGIC);
     if (elf || !hop.readable) && is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
         check_native(
             ctx.policy.profile(),

@@ -311,25 +311,19 @@ mod tests {
 
     #[test]
     fn the_child_sees_what_its_actions_made() {
-        const FD: ChildPath = ChildPath::Rewritten;
-        const NAME: ChildPath = ChildPath::Rewritten;
+        const RW: ChildPath = ChildPath::Rewritten;
         let cases: &[(&[SpawnAction<'_>], &[u8], ChildPath, &str)] = &[
             (&[], b"./x", ChildPath::Same, ""),
             (&[Dup2 { from: 5, to: 1 }], b"./x", ChildPath::Same, ""),
-            (&[Chdir(b"/ws")], b"./x", NAME, "/ws/x"),
+            (&[Chdir(b"/ws")], b"./x", RW, "/ws/x"),
             (&[Chdir(b"/ws")], b"/usr/bin/x", ChildPath::Same, ""),
-            (
-                &[Chdir(b"sub"), Chdir(b"deeper")],
-                b"x",
-                NAME,
-                "sub/deeper/x",
-            ),
-            (&[Chdir(b"sub"), Chdir(b"/abs")], b"x", NAME, "/abs/x"),
-            (&[Fchdir(7)], b"x", FD, "/proc/self/fd/7/x"),
+            (&[Chdir(b"sub"), Chdir(b"deeper")], b"x", RW, "sub/deeper/x"),
+            (&[Chdir(b"sub"), Chdir(b"/abs")], b"x", RW, "/abs/x"),
+            (&[Fchdir(7)], b"x", RW, "/proc/self/fd/7/x"),
             (
                 &[Dup2 { from: 9, to: 7 }, Fchdir(7)],
                 b"x",
-                FD,
+                RW,
                 "/proc/self/fd/9/x",
             ),
             (
@@ -341,7 +335,7 @@ mod tests {
                     Fchdir(7),
                 ],
                 b"x",
-                NAME,
+                RW,
                 "/ws/x",
             ),
             (
@@ -353,19 +347,19 @@ mod tests {
             (
                 &[Dup2 { from: 9, to: 3 }],
                 b"/proc/self/fd/3",
-                FD,
+                RW,
                 "/proc/self/fd/9",
             ),
             (
                 &[Dup2 { from: 9, to: 0 }],
                 b"/dev/stdin",
-                FD,
+                RW,
                 "/proc/self/fd/9",
             ),
             (
                 &[Dup2 { from: 3, to: 3 }],
                 b"/dev/fd/3",
-                FD,
+                RW,
                 "/proc/self/fd/3",
             ),
             (
@@ -374,7 +368,7 @@ mod tests {
                     path: b"/ws/elf",
                 }],
                 b"/dev/fd/3",
-                NAME,
+                RW,
                 "/ws/elf",
             ),
             (
@@ -386,7 +380,7 @@ mod tests {
                     },
                 ],
                 b"/proc/self/fd/3",
-                NAME,
+                RW,
                 "/ws/elf",
             ),
             (
@@ -401,50 +395,50 @@ mod tests {
                 ChildPath::Fails(crate::sys::ENOENT),
                 "",
             ),
-            (&[CloseFrom(5)], b"/proc/self/fd/4", FD, "/proc/self/fd/4"),
+            (&[CloseFrom(5)], b"/proc/self/fd/4", RW, "/proc/self/fd/4"),
             (
                 &[Dup2 { from: 9, to: 3 }],
                 b"/proc/self/fd/3/sub",
-                FD,
+                RW,
                 "/proc/self/fd/9/sub",
             ),
             (
                 &[Dup2 { from: 9, to: 3 }],
                 b"/proc/self/fd/30",
-                FD,
+                RW,
                 "/proc/self/fd/30",
             ),
             // The kernel reads `//` and `/./` as `/`, and so does the replay.
             (
                 &[Dup2 { from: 9, to: 7 }],
                 b"/proc/self/fd//7",
-                FD,
+                RW,
                 "/proc/self/fd/9",
             ),
             (
                 &[Dup2 { from: 9, to: 7 }],
                 b"//proc/self/fd/7",
-                FD,
+                RW,
                 "/proc/self/fd/9",
             ),
             (
                 &[Dup2 { from: 9, to: 7 }],
                 b"/proc/./self/fd/7",
-                FD,
+                RW,
                 "/proc/self/fd/9",
             ),
             // The child's cwd.
-            (&[Chdir(b"/ws")], b"/proc/self/cwd/true", NAME, "/ws/true"),
+            (&[Chdir(b"/ws")], b"/proc/self/cwd/true", RW, "/ws/true"),
             (
                 &[Chdir(b"/ws")],
                 b"/proc/thread-self/cwd//true",
-                NAME,
+                RW,
                 "/ws/true",
             ),
             (
                 &[Dup2 { from: 9, to: 7 }],
                 b"/proc/self/cwd/true",
-                NAME,
+                RW,
                 "true",
             ),
         ];
