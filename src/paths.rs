@@ -96,6 +96,31 @@ fn resolve(p: &Path, spent: u32) -> io::Result<(PathBuf, u32)> {
     Ok(found)
 }
 
+/// What `std::fs::metadata(p)` answered when it was first asked in this process. The
+/// discovery of the runtimes asks about the same few system binaries from several places (up
+/// to six times each per start); like [`canonical`], only for names the CLI itself does not
+/// change afterwards.
+pub fn metadata(p: &Path) -> io::Result<std::fs::Metadata> {
+    type Answers = HashMap<OsString, Result<std::fs::Metadata, i32>>;
+    static ANSWERS: Mutex<Option<Answers>> = Mutex::new(None);
+    let asked = ANSWERS
+        .lock()
+        .ok()
+        .and_then(|a| a.as_ref()?.get(p.as_os_str()).cloned());
+    let answer = match asked {
+        Some(answer) => answer,
+        None => {
+            let answer = std::fs::metadata(p).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
+            if let Ok(mut a) = ANSWERS.lock() {
+                a.get_or_insert_with(HashMap::new)
+                    .insert(p.as_os_str().to_os_string(), answer.clone());
+            }
+            answer
+        }
+    };
+    answer.map_err(io::Error::from_raw_os_error)
+}
+
 /// This executable's canonical name (`/proc/self/exe`, read once).
 pub fn current_exe() -> io::Result<PathBuf> {
     static EXE: Mutex<Option<PathBuf>> = Mutex::new(None);

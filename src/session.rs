@@ -91,7 +91,7 @@ fn without_aliases(
     sides: &HostSides,
 ) -> Result<Vec<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
-    let mounts = execguard_seal::mounts::read_mountinfo()
+    let mounts = execguard_seal::mounts::table()
         .context("mount_table_unreadable: /proc/self/mountinfo (is /proc mounted?)")?;
     let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
         .iter()

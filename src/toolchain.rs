@@ -76,7 +76,7 @@ pub fn wrapper_binary(tool: Tool) -> Result<PathBuf> {
         PathBuf::from("/usr/libexec/execguard/bin").join(tool.wrapper_file),
     ];
     for c in &candidates {
-        if c.is_file() {
+        if crate::paths::metadata(c).is_ok_and(|m| m.is_file()) {
             return crate::paths::canonical(c).with_context(|| format!("{}", c.display()));
         }
     }
@@ -105,7 +105,7 @@ fn on_path(name: &str, path_var: Option<&OsStr>) -> Vec<PathBuf> {
 
 /// The canonical name of `p` when it is an executable regular file.
 fn is_executable_file(p: &Path) -> Option<PathBuf> {
-    let meta = std::fs::metadata(p).ok()?;
+    let meta = crate::paths::metadata(p).ok()?;
     (meta.is_file() && meta.mode() & 0o111 != 0)
         .then(|| crate::paths::canonical(p).ok())
         .flatten()
@@ -266,8 +266,8 @@ pub fn discover_runtimes(
     wrapper: &Path,
     path_var: Option<&OsStr>,
 ) -> Result<Vec<RuntimeEntry>> {
-    let wrapper_meta =
-        std::fs::metadata(wrapper).with_context(|| format!("wrapper {}", wrapper.display()))?;
+    let wrapper_meta = crate::paths::metadata(wrapper)
+        .with_context(|| format!("wrapper {}", wrapper.display()))?;
     let mut found: Vec<PathBuf> = on_path(tool.name, path_var);
     found.extend(
         well_known(tool)
@@ -279,7 +279,7 @@ pub fn discover_runtimes(
     let mut out: Vec<RuntimeEntry> = Vec::new();
     // `force`: list the path even when its file is listed under another name.
     let mut push = |p: PathBuf, force: bool, out: &mut Vec<RuntimeEntry>| -> bool {
-        let Ok(m) = std::fs::metadata(&p) else {
+        let Ok(m) = crate::paths::metadata(&p) else {
             return false;
         };
         let new = seen.insert((m.dev(), m.ino()));
@@ -543,7 +543,7 @@ fn plan_key(plan: &ShimPlan) -> u64 {
     if let Some(meta) = plan
         .git_exec_path
         .as_ref()
-        .and_then(|p| std::fs::metadata(p).ok())
+        .and_then(|p| crate::paths::metadata(p).ok())
     {
         (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()).hash(&mut h);
     }

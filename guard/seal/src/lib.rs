@@ -382,7 +382,10 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
         Vec::new()
     };
     let seccomp = seccomp::install(options.memfd_noexec)?;
-    let mounts = mounts::report(partition);
+    let mounts = match namespace.as_ref().and_then(|n| n.table.as_ref()) {
+        Some(table) => mounts::report_in(partition, table),
+        None => mounts::report(partition),
+    };
     if let Some(why) = options.reduced {
         reductions.insert(0, why.to_string());
     } else {

@@ -40,6 +40,9 @@ pub struct Namespace {
     /// The bind that failed, when the namespace was made but not all of its mounts: the
     /// ones listed above were made (they only take exec or writes away).
     pub incomplete: Option<String>,
+    /// The mount table read after the binds of the write set, for [`report_in`].
+    #[serde(skip)]
+    pub table: Option<std::sync::Arc<[Mount]>>,
 }
 
 /// One line of `/proc/self/mountinfo`.
@@ -87,10 +90,38 @@ pub fn mountinfo() -> Vec<Mount> {
     read_mountinfo().unwrap_or_default()
 }
 
-/// [`mountinfo`] for the binds: a table that cannot be read is an error, never an empty one
+/// The mount table as this process last read it through [`table`]. The kernel prints every
+/// mount for each read (2 µs a line here: 45-90 µs of a session's start each time), and a
+/// session start asks before its fork and again in the child, in the same namespace. Any
+/// change this module makes (a new namespace, a bind, a remount) forgets it. Mounts made
+/// outside (the namespace is a slave of the parent's) may appear at any time, after a fresh
+/// read as after a kept one.
+static KNOWN: std::sync::Mutex<Option<std::sync::Arc<[Mount]>>> = std::sync::Mutex::new(None);
+
+fn known() -> std::sync::MutexGuard<'static, Option<std::sync::Arc<[Mount]>>> {
+    // A panic elsewhere while it was held leaves a value that is still whole.
+    KNOWN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// This process's mount table: read again only when this module changed the mounts since it
+/// was last read.
+pub fn table() -> std::io::Result<std::sync::Arc<[Mount]>> {
+    if let Some(t) = &*known() {
+        return Ok(t.clone());
+    }
+    let t: std::sync::Arc<[Mount]> = read_mountinfo()?.into();
+    *known() = Some(t.clone());
+    Ok(t)
+}
+
+fn forget() {
+    *known() = None;
+}
+
+/// [`table`] for the binds: a table that cannot be read is an error, never an empty one
 /// (which would leave every mount as it is).
-fn mounts_now() -> Result<Vec<Mount>, SealError> {
-    read_mountinfo().map_err(|e| SealError::Noexec {
+fn mounts_now() -> Result<std::sync::Arc<[Mount]>, SealError> {
+    table().map_err(|e| SealError::Noexec {
         detail: format!("/proc/self/mountinfo: {e}"),
     })
 }
@@ -530,8 +561,15 @@ pub fn refuse_aliases(partition: &Partition) -> Result<(), SealError> {
 /// Each write-set root's mount, and every mount beneath it, with `noexec` or not. Roots that
 /// do not exist are left out (they get no rule at all).
 pub fn report(partition: &Partition) -> Vec<MountReport> {
-    let mounts = mountinfo();
-    let lookup = Lookup::new(&mounts);
+    report_in(partition, &table().unwrap_or_else(|_| Vec::new().into()))
+}
+
+/// [`report`] from `mounts`, a table whose points still hold (the session's namespace takes
+/// the one read after its binds: the remounts after it change flags, which are asked of the
+/// kernel at each path, and the exec-dir binds add mounts only beneath exec dirs, which the
+/// report leaves out).
+pub fn report_in(partition: &Partition, mounts: &[Mount]) -> Vec<MountReport> {
+    let lookup = Lookup::new(mounts);
     let mut out = Vec::new();
     for root in &partition.write_set {
         if !root.exists() {
@@ -553,11 +591,17 @@ pub fn report(partition: &Partition) -> Vec<MountReport> {
             if partition.exec_dirs.iter().any(|e| beneath(&m.point, e)) {
                 continue;
             }
+            // Asked of the kernel at the path: the table's flags may predate a remount.
+            let reached = if m.point.as_os_str().len() < root.as_os_str().len() {
+                root
+            } else {
+                &m.point
+            };
             out.push(MountReport {
                 root: root.clone(),
                 mount_point: m.point.clone(),
                 fstype: m.fstype.clone(),
-                noexec: m.noexec(),
+                noexec: kept_flags(reached).is_ok_and(|f| f & libc::MS_NOEXEC != 0),
             });
         }
     }
@@ -598,6 +642,7 @@ fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Result<(), Sea
     if rc != 0 {
         return Err(fail(if src.is_some() { "bind" } else { "remount" }, dst));
     }
+    forget();
     Ok(())
 }
 
@@ -731,8 +776,8 @@ pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), 
     }
     let cwd = std::env::current_dir().ok();
     let kind = enter()?;
-    let (mut noexec, mut read_only) = (Vec::new(), Vec::new());
-    let failed = bind_partition(partition, &mut noexec, &mut read_only).err();
+    let (mut noexec, mut read_only, mut table) = (Vec::new(), Vec::new(), None);
+    let failed = bind_partition(partition, &mut noexec, &mut read_only, &mut table).err();
     if let Some(cwd) = cwd {
         let _ = std::env::set_current_dir(cwd);
     }
@@ -741,6 +786,7 @@ pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), 
         noexec,
         read_only,
         incomplete: failed.as_ref().map(|e| e.to_string()),
+        table,
     };
     Ok((namespace, failed))
 }
@@ -755,7 +801,8 @@ fn enter() -> Result<&'static str, SealError> {
         if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
             return Err(fail("unshare(CLONE_NEWNS)", Path::new("/")));
         }
-        // Nothing made here may reach the parent namespace.
+        // New mount ids; nothing made here may reach the parent namespace.
+        forget();
         mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
         return Ok("mount");
     }
@@ -763,6 +810,7 @@ fn enter() -> Result<&'static str, SealError> {
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
         return Err(fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)", Path::new("/")));
     }
+    forget();
     // From here on this process is inside the user namespace for good.
     let finish = || -> Result<(), SealError> {
         #[cfg(any(test, feature = "test-hooks"))]
@@ -789,6 +837,7 @@ fn bind_partition(
     partition: &Partition,
     noexec: &mut Vec<PathBuf>,
     read_only: &mut Vec<PathBuf>,
+    table: &mut Option<std::sync::Arc<[Mount]>>,
 ) -> Result<(), SealError> {
     #[cfg(any(test, feature = "test-hooks"))]
     let fail_at = |step: &str| match std::env::var(FAIL_BIND_ENV) {
@@ -840,7 +889,9 @@ fn bind_partition(
     }
     #[cfg(any(test, feature = "test-hooks"))]
     fail_at("noexec")?;
-    let points: Vec<PathBuf> = mounts_now()?.into_iter().map(|m| m.point).collect();
+    let after_binds = mounts_now()?;
+    let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
+    *table = Some(after_binds);
     for point in &points {
         if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
             continue;
@@ -1074,6 +1125,18 @@ mod tests {
                 "{extra:?}"
             );
         }
+    }
+
+    /// No other test of this crate changes mounts in its process: nothing else forgets.
+    #[test]
+    fn the_table_is_read_again_only_after_this_module_changed_the_mounts() {
+        let first = super::table().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &super::table().unwrap()));
+        forget();
+        let again = super::table().unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&first, &again));
+        let points = |t: &[Mount]| t.iter().map(|m| m.point.clone()).collect::<Vec<_>>();
+        assert_eq!(points(&first), points(&again));
     }
 
     /// `kept_flags` (statvfs) against the kernel's other account of the same flags, the option
