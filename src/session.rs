@@ -282,10 +282,23 @@ fn inherited() -> Vec<Inherited> {
             if fd_flags < 0 || status_flags < 0 || fd_flags & libc::FD_CLOEXEC != 0 {
                 return None;
             }
-            let file = std::fs::metadata(e.path()).ok()?;
-            // A name that cannot be read (longer than PATH_MAX) is no name: never skipped.
-            let path = std::fs::read_link(e.path())
-                .unwrap_or_else(|e| PathBuf::from(format!("(no name: {e})")));
+            let file = {
+                use std::os::fd::FromRawFd;
+                // SAFETY: `fd` is open (fcntl answered); the File is never dropped, so the
+                // descriptor it borrows stays open.
+                let f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+                f.metadata().ok()?
+            };
+            // Only files, directories and O_PATH descriptors are ever opened again or named
+            // in a refusal. A name that cannot be read (longer than PATH_MAX) is no name:
+            // never skipped.
+            let named = file.is_file() || file.is_dir() || status_flags & libc::O_PATH != 0;
+            let path = if named {
+                std::fs::read_link(e.path())
+                    .unwrap_or_else(|e| PathBuf::from(format!("(no name: {e})")))
+            } else {
+                PathBuf::from("(not a file)")
+            };
             Some(Inherited {
                 fd,
                 path,
@@ -567,7 +580,7 @@ fn sides_from(
         Some(home) => candidates
             .iter()
             .filter_map(|c| crate::paths::canonical(c).ok())
-            .filter(|c| c.is_dir() && c.starts_with(home) && c != home)
+            .filter(|c| c.starts_with(home) && c != home && c.is_dir())
             // Neither inside the workspace nor holding it: the workspace is never executable.
             .filter(|c| !c.starts_with(workspace) && !workspace.starts_with(c))
             // The record's own directory (and the shims kept there) is read-only anyway.

@@ -754,6 +754,22 @@ pub fn supervise_repository(
 fn end_remaining_processes() {
     let children = format!("/proc/self/task/{}/children", std::process::id());
     for _ in 0..1000 {
+        // Reap what has ended; no child left at all (ECHILD) is the common end, and needs no
+        // look at the children file.
+        let mut reaped = false;
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is a valid out-pointer; WNOHANG never blocks.
+            let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if r > 0 {
+                reaped = true;
+                continue;
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+                return;
+            }
+            break;
+        }
         let pids: Vec<libc::pid_t> = std::fs::read_to_string(&children)
             .unwrap_or_default()
             .split_whitespace()
@@ -762,19 +778,6 @@ fn end_remaining_processes() {
         for &pid in &pids {
             // SAFETY: kill takes a pid and a signal; these are this process's own children.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let mut reaped = false;
-        loop {
-            let mut status = 0;
-            // SAFETY: `status` is a valid out-pointer; WNOHANG never blocks.
-            let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-            if r <= 0 {
-                break;
-            }
-            reaped = true;
-        }
-        if pids.is_empty() && !reaped {
-            return;
         }
         if !reaped {
             std::thread::sleep(std::time::Duration::from_millis(1));

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
 
 #[derive(clap::Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Build the image (Rust artifacts on the host, the provider CLIs from npm, a local Debian
     /// base when no registry is reachable)

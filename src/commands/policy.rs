@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Parse and validate a policy file; exit 0 when valid, 1 when not
     Validate { file: PathBuf },
