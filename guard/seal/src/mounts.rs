@@ -850,7 +850,7 @@ fn bind_partition(
     let mut roots: Vec<&PathBuf> = partition
         .write_set
         .iter()
-        .filter(|p| p.is_dir() || p.is_file())
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_dir() || m.is_file()))
         .collect();
     roots.sort_by_key(|p| p.as_os_str().len());
     let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(|p| p.is_dir()).collect();
