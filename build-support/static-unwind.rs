@@ -39,7 +39,4 @@ fn main() {
     )
     .expect("cannot write the linker script");
     println!("cargo:rustc-link-search=native={}", dir.display());
-    // Relative relocations packed (DT_RELR, glibc 2.36): the loader applies a bitmap instead
-    // of one 24-byte entry per pointer.
-    println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
 }

@@ -543,7 +543,7 @@ fn plan_key(plan: &ShimPlan) -> u64 {
     if let Some(meta) = plan
         .git_exec_path
         .as_ref()
-        .and_then(|p| crate::paths::metadata(p).ok())
+        .and_then(|p| std::fs::metadata(p).ok())
     {
         (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()).hash(&mut h);
     }

@@ -816,6 +816,59 @@ fn a_mount_named_in_bytes_that_are_not_utf8_leaves_the_write_set_noexec() {
     }
 }
 
+/// Each mount beneath the write set is made `noexec` through a descriptor checked to be the
+/// mount the table names, not by a name another process could redirect meanwhile: every
+/// session writes `/tmp` and may write the workspace. With a directory above one of two mounts
+/// moved aside and a symlink to the other in its place, a remount by name would have reached
+/// the second mount twice and left the first executable; the session is refused instead.
+/// Needs root to make the mounts.
+#[test]
+fn a_mount_whose_name_was_redirected_is_never_left_executable() {
+    if !root_can_mount("a write-set mount redirected during the seal (making it needs root)") {
+        return;
+    }
+    for who in identities() {
+        let w = World::new(who, "redirected-mount");
+        let (p, q) = (w.ws.join("p"), w.ws.join("q"));
+        for d in [&p, &q] {
+            std::fs::create_dir_all(d.join("cache")).unwrap();
+        }
+        who.own(&w.ws);
+        let setup = format!(
+            "mount -t tmpfs -o mode=0777 tmpfs {p}/cache && mount -t tmpfs -o mode=0777 tmpfs {q}/cache",
+            p = s(&p),
+            q = s(&q)
+        );
+        let label = who.label();
+        // Unmoved: both mounts are noexec in the session.
+        let out = w.session_after(&setup, "", "grep /cache /proc/self/mountinfo");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "[{label}] {}", text(&out.stderr));
+        for m in [&p, &q] {
+            let line = stdout
+                .lines()
+                .rev()
+                .find(|l| l.contains(&format!(" {}/cache ", s(m))))
+                .unwrap_or_else(|| panic!("[{label}] {stdout}"));
+            assert!(line.contains("noexec"), "[{label}] {line}");
+        }
+        // Moved between the table's read and the remounts.
+        let hook = format!(
+            "export EXECGUARD_TEST_MOVE_BEFORE_NOEXEC={}:q && {setup}",
+            s(&p)
+        );
+        let out = w.session_after(&hook, "", "echo started");
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "[{label}] {stderr}");
+        assert!(!text(&out.stdout).contains("started"), "[{label}]");
+        assert!(
+            stderr.contains("noexec_unavailable")
+                && stderr.contains("a directory above this mount was moved"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
 /// A `nosymfollow` mount in the write set keeps that flag through the seal's remounts (they
 /// name every flag they keep). Needs root to make the mount.
 #[test]

@@ -143,6 +143,7 @@ pub(crate) fn mount_call(
         )
     };
     if rc == 0 {
+        execguard_seal::mounts::forget();
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())

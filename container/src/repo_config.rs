@@ -133,6 +133,7 @@ fn bind(source: &Path, target_fd: &OwnedFd) -> std::io::Result<()> {
         )
     };
     if rc == 0 {
+        execguard_seal::mounts::forget();
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())

@@ -28,6 +28,12 @@ pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
 #[cfg(any(test, feature = "test-hooks"))]
 pub const FAIL_BIND_ENV: &str = "EXECGUARD_TEST_FAIL_BIND";
 
+/// Test hook, `DIR:TARGET`: right after the mount table is read for the `noexec` pass, move
+/// `DIR` aside (to `DIR-moved`) and put a symlink to `TARGET` in its place, as another
+/// process writing the same directory could at that moment (test builds only).
+#[cfg(any(test, feature = "test-hooks"))]
+pub const MOVE_BEFORE_NOEXEC_ENV: &str = "EXECGUARD_TEST_MOVE_BEFORE_NOEXEC";
+
 /// The namespace the session runs in.
 #[derive(Clone, Debug, Serialize)]
 pub struct Namespace {
@@ -106,15 +112,18 @@ fn known() -> std::sync::MutexGuard<'static, Option<std::sync::Arc<[Mount]>>> {
 /// This process's mount table: read again only when this module changed the mounts since it
 /// was last read.
 pub fn table() -> std::io::Result<std::sync::Arc<[Mount]>> {
-    if let Some(t) = &*known() {
+    let mut known = known();
+    if let Some(t) = &*known {
         return Ok(t.clone());
     }
     let t: std::sync::Arc<[Mount]> = read_mountinfo()?.into();
-    *known() = Some(t.clone());
+    *known = Some(t.clone());
     Ok(t)
 }
 
-fn forget() {
+/// Forgets the kept table: for code that changes this process's mounts itself (the
+/// container's entrypoint), after each change.
+pub fn forget() {
     *known() = None;
 }
 
@@ -561,14 +570,43 @@ pub fn refuse_aliases(partition: &Partition) -> Result<(), SealError> {
 /// Each write-set root's mount, and every mount beneath it, with `noexec` or not. Roots that
 /// do not exist are left out (they get no rule at all).
 pub fn report(partition: &Partition) -> Vec<MountReport> {
-    report_in(partition, &table().unwrap_or_else(|_| Vec::new().into()))
+    let mounts = table().unwrap_or_else(|_| Vec::new().into());
+    report_with(partition, &mounts, |m, _| Some(m.noexec())).unwrap_or_default()
 }
 
-/// [`report`] from `mounts`, a table whose points still hold (the session's namespace takes
-/// the one read after its binds: the remounts after it change flags, which are asked of the
-/// kernel at each path, and the exec-dir binds add mounts only beneath exec dirs, which the
-/// report leaves out).
-pub fn report_in(partition: &Partition, mounts: &[Mount]) -> Vec<MountReport> {
+/// [`report`] from the table the session's namespace read after its binds, without reading
+/// it again: the remounts since changed only flags, which are asked of each mount itself
+/// (found by its id at the path that reaches it), and the exec-dir binds added mounts only
+/// beneath exec dirs, which the report leaves out. A path that reaches another mount by now
+/// (a directory above it was moved) makes it read the table afresh.
+pub fn report_in(partition: &Partition, after_binds: &[Mount]) -> Vec<MountReport> {
+    use std::os::fd::AsRawFd;
+    let noexec = |m: &Mount, reached: &Path| {
+        let (fd, id) = reach(reached).ok()?;
+        if id != u64::from(m.id) {
+            return None;
+        }
+        // SAFETY: fstatvfs writes only into the zeroed struct it is given.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open and `st` is writable.
+        if unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) } != 0 {
+            return None;
+        }
+        Some(st.f_flag & libc::ST_NOEXEC != 0)
+    };
+    report_with(partition, after_binds, noexec).unwrap_or_else(|| {
+        forget();
+        report(partition)
+    })
+}
+
+/// The report from `mounts`, each mount's `noexec` from `noexec(mount, the path that reaches
+/// it)`; `None` when that cannot say.
+fn report_with(
+    partition: &Partition,
+    mounts: &[Mount],
+    noexec: impl Fn(&Mount, &Path) -> Option<bool>,
+) -> Option<Vec<MountReport>> {
     let lookup = Lookup::new(mounts);
     let mut out = Vec::new();
     for root in &partition.write_set {
@@ -591,7 +629,7 @@ pub fn report_in(partition: &Partition, mounts: &[Mount]) -> Vec<MountReport> {
             if partition.exec_dirs.iter().any(|e| beneath(&m.point, e)) {
                 continue;
             }
-            // Asked of the kernel at the path: the table's flags may predate a remount.
+            // The covering mount is reached at the root, the others at their points.
             let reached = if m.point.as_os_str().len() < root.as_os_str().len() {
                 root
             } else {
@@ -601,11 +639,11 @@ pub fn report_in(partition: &Partition, mounts: &[Mount]) -> Vec<MountReport> {
                 root: root.clone(),
                 mount_point: m.point.clone(),
                 fstype: m.fstype.clone(),
-                noexec: kept_flags(reached).is_ok_and(|f| f & libc::MS_NOEXEC != 0),
+                noexec: noexec(m, reached)?,
             });
         }
     }
-    out
+    Some(out)
 }
 
 fn cstr(p: &Path) -> Result<CString, SealError> {
@@ -641,6 +679,99 @@ fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Result<(), Sea
     };
     if rc != 0 {
         return Err(fail(if src.is_some() { "bind" } else { "remount" }, dst));
+    }
+    forget();
+    Ok(())
+}
+
+/// `mount_setattr`'s flags (`<linux/mount.h>`), which the libc crate does not name.
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+
+/// A descriptor of what `path` reaches now, and the id of its mount (the ids of
+/// `/proc/self/mountinfo`).
+fn reach(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, u64)> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let c = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: `c` is NUL-terminated and outlives the call; O_PATH reads nothing of the file.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened here and nothing else owns it.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: statx writes only into the zeroed struct it is given.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open, the empty path is NUL-terminated, `st` is writable.
+    let rc = unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_MNT_ID,
+            &mut st,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if st.stx_mask & libc::STATX_MNT_ID == 0 {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOSYS));
+    }
+    Ok((fd, st.stx_mnt_id))
+}
+
+/// Adds `attrs` to the mount that `table` places at `point`, through a descriptor of what the
+/// name reaches, checked to be that mount. The write set is shared with every other session: a
+/// directory above `point` that another process moves between the table's read and this step
+/// must not lead the name to another mount and leave this one executable. Adding
+/// (`mount_setattr`, Linux 5.12) keeps every flag the mount has, locked ones included.
+fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<(), SealError> {
+    use std::os::fd::AsRawFd;
+    let (fd, id) = reach(point).map_err(|e| SealError::Noexec {
+        detail: format!("{}: {e}", point.display()),
+    })?;
+    if !table
+        .iter()
+        .any(|m| u64::from(m.id) == id && m.point == point)
+    {
+        return Err(SealError::Noexec {
+            detail: format!(
+                "{}: a directory above this mount was moved while the session was sealed; start the session again",
+                point.display()
+            ),
+        });
+    }
+    /// `struct mount_attr`.
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `fd` is open, the empty path is NUL-terminated, and `attr` is a readable
+    // mount_attr of the size passed; the call changes only the mount `fd` is on, in this
+    // process's own namespace.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(fail("mount_setattr", point));
     }
     forget();
     Ok(())
@@ -890,26 +1021,35 @@ fn bind_partition(
     #[cfg(any(test, feature = "test-hooks"))]
     fail_at("noexec")?;
     let after_binds = mounts_now()?;
+    *table = Some(after_binds.clone());
+    #[cfg(any(test, feature = "test-hooks"))]
+    if let Some((dir, target)) = std::env::var(MOVE_BEFORE_NOEXEC_ENV)
+        .ok()
+        .as_deref()
+        .and_then(|v| v.split_once(':'))
+    {
+        let moved = format!("{dir}-moved");
+        std::fs::rename(dir, moved)
+            .and_then(|()| std::os::unix::fs::symlink(target, dir))
+            .map_err(|e| SealError::Noexec {
+                detail: format!("{MOVE_BEFORE_NOEXEC_ENV}: {e}"),
+            })?;
+    }
     let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
-    *table = Some(after_binds);
     for point in &points {
         if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
             continue;
-        }
-        let mut flags = kept_flags(point)? | libc::MS_NOSUID;
-        if !beneath(point, Path::new("/dev")) || beneath(point, Path::new("/dev/shm")) {
-            flags |= libc::MS_NODEV;
         }
         if both(point) {
             // A reduced profile's workspace (a root itself, bound above with the flags it had)
             // keeps exec.
             continue;
         }
-        mount(
-            None,
-            point,
-            libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_NOEXEC,
-        )?;
+        let mut attrs = MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID;
+        if !beneath(point, Path::new("/dev")) || beneath(point, Path::new("/dev/shm")) {
+            attrs |= MOUNT_ATTR_NODEV;
+        }
+        add_attrs_at(point, &after_binds, attrs)?;
         noexec.push(point.clone());
     }
     #[cfg(any(test, feature = "test-hooks"))]
