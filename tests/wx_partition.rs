@@ -578,6 +578,47 @@ fn without_a_namespace_the_partition_holds_and_says_so() {
     }
 }
 
+/// Without the namespace the exec dirs stay read-only by Landlock alone: write rights go to
+/// every other entry of `$HOME`, by name. A directory among them that another process replaced
+/// by a link to an exec dir, after the grants were listed and before they were opened, gets no
+/// grant: a write grant through the link would land on the exec dir and let the session plant
+/// a program there (the test hook makes the swap at that moment).
+#[test]
+fn a_write_grant_is_never_given_through_a_link_put_in_its_place() {
+    for who in identities() {
+        let w = World::new(who, "redirected-grant");
+        let projects = w.home.join("projects");
+        std::fs::create_dir_all(&projects).unwrap();
+        who.own(&w.home);
+        let script = format!(
+            "cp /bin/true {bin}/planted 2>/dev/null && echo PLANTED;              echo a > {projects}-moved/n 2>/dev/null || echo MOVED_NOT_GRANTED; echo DONE",
+            bin = s(&w.local_bin),
+            projects = s(&projects),
+        );
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let out = c
+            .args(["run", "--allow-exec-mappings", "--workspace"])
+            .arg(&w.ws)
+            .args(["--", "sh", "-c", &script])
+            .env("HOME", &w.home)
+            .env("EXECGUARD_TEST_NO_MOUNT_NAMESPACE", "1")
+            .env(
+                "EXECGUARD_TEST_REDIRECT",
+                format!("rules:{}:.local/bin", s(&projects)),
+            )
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(stdout.contains("DONE"), "[{label}] {stdout}\n{stderr}");
+        assert!(!stdout.contains("PLANTED"), "[{label}] {stdout}");
+        assert!(!w.local_bin.join("planted").exists(), "[{label}]");
+        assert!(stdout.contains("MOVED_NOT_GRANTED"), "[{label}] {stdout}");
+    }
+}
+
 /// A namespace made with a bind that then failed (the test hook fails one step) is refused
 /// like no namespace at all. With `--allow-exec-mappings` it runs, and the report shows it as
 /// it is: made, incomplete, with the failure, never as `none`.
@@ -854,7 +895,7 @@ fn a_mount_whose_name_was_redirected_is_never_left_executable() {
         }
         // Moved between the table's read and the remounts.
         let hook = format!(
-            "export EXECGUARD_TEST_MOVE_BEFORE_NOEXEC={}:q && {setup}",
+            "export EXECGUARD_TEST_REDIRECT=noexec:{}:q && {setup}",
             s(&p)
         );
         let out = w.session_after(&hook, "", "echo started");

@@ -27,7 +27,7 @@ pub mod seccomp;
 pub use report::{Assurance, Enforcement, LandlockReport, MountReport, RuleReport};
 
 use landlock::{
-    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use std::os::unix::ffi::OsStrExt;
@@ -542,10 +542,16 @@ fn landlock_rules(
     }
     let mut ruleset = ruleset.create().map_err(apply("create the ruleset"))?;
     let mut rules = Vec::new();
-    for grant in plan(partition, abi, mounts_protect_exec_dirs) {
+    let grants = plan(partition, abi, mounts_protect_exec_dirs);
+    #[cfg(any(test, feature = "test-hooks"))]
+    redirect_for_test("rules");
+    for grant in grants {
         // A path that does not exist (yet), vanished since it was listed, or that this user
         // cannot open gets no rule: Landlock then grants it nothing, neither write nor execute.
-        let Ok(fd) = PathFd::new(&grant.path) else {
+        // Only the execute side's entries outside the write set (`/bin`) are followed through
+        // links: a name in the write set that leads through one now was a directory a moment
+        // ago, replaced by another process, and its grant would land where the link points.
+        let Ok(fd) = open_path(&grant.path, grant.side == "execute") else {
             continue;
         };
         ruleset = ruleset
@@ -582,6 +588,59 @@ fn landlock_rules(
         },
         rules,
     })
+}
+
+/// Test hook, `STEP:DIR:TARGET`: at `STEP` of the seal (`noexec`: right after the mount table
+/// is read for the `noexec` pass; `rules`: after the Landlock grants are listed, before they
+/// are opened), move `DIR` aside (to `DIR-moved`) and put a symlink to `TARGET` in its place,
+/// as another process writing the same directory could at that moment (test builds only).
+#[cfg(any(test, feature = "test-hooks"))]
+pub const REDIRECT_ENV: &str = "EXECGUARD_TEST_REDIRECT";
+
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) fn redirect_for_test(step: &str) {
+    let Ok(value) = std::env::var(REDIRECT_ENV) else {
+        return;
+    };
+    let mut parts = value.splitn(3, ':');
+    let (Some(at), Some(dir), Some(target)) = (parts.next(), parts.next(), parts.next()) else {
+        panic!("{REDIRECT_ENV}={value}: want STEP:DIR:TARGET");
+    };
+    if at == step {
+        std::fs::rename(dir, format!("{dir}-moved"))
+            .and_then(|()| std::os::unix::fs::symlink(target, dir))
+            .unwrap_or_else(|e| panic!("{REDIRECT_ENV}={value}: {e}"));
+    }
+}
+
+/// `path` opened `O_PATH`: through symlinks when `follow`, else only when none of its
+/// components is one (`openat2` with `RESOLVE_NO_SYMLINKS`).
+fn open_path(path: &Path, follow: bool) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    // struct open_how { flags, mode, resolve }
+    let how: [u64; 3] = [
+        (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        0,
+        if follow { 0 } else { RESOLVE_NO_SYMLINKS },
+    ];
+    // SAFETY: `c` is NUL-terminated and `how` is a readable open_how of the size passed; both
+    // outlive the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            how.as_ptr(),
+            std::mem::size_of_val(&how),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just opened here and nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// The paths that get the execute right: every entry of `/`, descending only into directories

@@ -28,12 +28,6 @@ pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
 #[cfg(any(test, feature = "test-hooks"))]
 pub const FAIL_BIND_ENV: &str = "EXECGUARD_TEST_FAIL_BIND";
 
-/// Test hook, `DIR:TARGET`: right after the mount table is read for the `noexec` pass, move
-/// `DIR` aside (to `DIR-moved`) and put a symlink to `TARGET` in its place, as another
-/// process writing the same directory could at that moment (test builds only).
-#[cfg(any(test, feature = "test-hooks"))]
-pub const MOVE_BEFORE_NOEXEC_ENV: &str = "EXECGUARD_TEST_MOVE_BEFORE_NOEXEC";
-
 /// The namespace the session runs in.
 #[derive(Clone, Debug, Serialize)]
 pub struct Namespace {
@@ -1023,18 +1017,7 @@ fn bind_partition(
     let after_binds = mounts_now()?;
     *table = Some(after_binds.clone());
     #[cfg(any(test, feature = "test-hooks"))]
-    if let Some((dir, target)) = std::env::var(MOVE_BEFORE_NOEXEC_ENV)
-        .ok()
-        .as_deref()
-        .and_then(|v| v.split_once(':'))
-    {
-        let moved = format!("{dir}-moved");
-        std::fs::rename(dir, moved)
-            .and_then(|()| std::os::unix::fs::symlink(target, dir))
-            .map_err(|e| SealError::Noexec {
-                detail: format!("{MOVE_BEFORE_NOEXEC_ENV}: {e}"),
-            })?;
-    }
+    crate::redirect_for_test("noexec");
     let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
     for point in &points {
         if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
