@@ -46,6 +46,11 @@ fn remember(p: &Path, found: &(PathBuf, u32)) {
 /// earlier): those call `std::fs::canonicalize`.
 pub fn canonical(p: &Path) -> io::Result<PathBuf> {
     let (real, _) = resolve(p, 0)?;
+    // The answer is its own canonical name too (a relative or `..` name leaves no other trace
+    // here): asked by it later, the same answer comes back.
+    if known(&real).is_none() {
+        remember_canonical(&real);
+    }
     Ok(real)
 }
 
@@ -94,6 +99,13 @@ fn resolve(p: &Path, spent: u32) -> io::Result<(PathBuf, u32)> {
     };
     remember(p, &found);
     Ok(found)
+}
+
+/// Records that `p` is its own canonical name: a name the kernel gave (`/proc/self/fd/N`'s
+/// link) or one just opened with no link in its last component under a canonical directory.
+/// Later [`canonical`] answers give it as checked, whatever the name leads to by then.
+pub fn remember_canonical(p: &Path) {
+    remember(p, &(p.to_path_buf(), 0));
 }
 
 /// What `std::fs::metadata(p)` answered when it was first asked in this process. The

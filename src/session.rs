@@ -328,6 +328,8 @@ fn inherited_writable_files() -> Result<Vec<PathBuf>> {
                 fd = w.fd
             );
         }
+        // The kernel's name for it: canonical, and kept as it is now.
+        crate::paths::remember_canonical(&w.path);
         out.push(w.path);
     }
     Ok(out)
@@ -576,22 +578,27 @@ fn sides_from(
     let mut sides = HostSides::default();
     sides.mutable_roots.extend(home.map(Path::to_path_buf));
     check_explicit(&choice.add, workspace, &sides.mutable_roots)?;
-    let mut found: Vec<PathBuf> = match home {
-        Some(home) => candidates
-            .iter()
-            .filter_map(|c| crate::paths::canonical(c).ok())
-            .filter(|c| c.starts_with(home) && c != home && c.is_dir())
-            // Neither inside the workspace nor holding it: the workspace is never executable.
-            .filter(|c| !c.starts_with(workspace) && !workspace.starts_with(c))
-            // The record's own directory (and the shims kept there) is read-only anyway.
-            .filter(|c| {
-                exec_dir_record(home)
+    let exec_dir_of_home = |c: &PathBuf| match home {
+        Some(home) => {
+            c.starts_with(home)
+                && c != home
+                // Neither inside the workspace nor holding it: the workspace is never
+                // executable.
+                && !c.starts_with(workspace)
+                && !workspace.starts_with(c)
+                // The record's own directory (and the shims kept there) is read-only anyway.
+                && exec_dir_record(home)
                     .parent()
                     .is_none_or(|r| !c.starts_with(r))
-            })
-            .collect(),
-        None => Vec::new(),
+                && c.is_dir()
+        }
+        None => false,
     };
+    let mut found: Vec<PathBuf> = candidates
+        .iter()
+        .filter_map(|c| crate::paths::canonical(c).ok())
+        .filter(exec_dir_of_home)
+        .collect();
     found.sort();
     found.dedup();
     if let Some(recorded) = recorded {
@@ -599,6 +606,17 @@ fn sides_from(
             found.into_iter().partition(|d| recorded.contains(d));
         found = kept;
         sides.unrecorded = unrecorded;
+        // Every recorded directory stays read-only, on this session's PATH or not: left in
+        // the write set here, what the session planted in it would run in the next session
+        // that has it on PATH, and outside sessions.
+        found.extend(
+            recorded
+                .iter()
+                .filter_map(|d| crate::paths::canonical(d).ok())
+                .filter(exec_dir_of_home),
+        );
+        found.sort();
+        found.dedup();
     }
     sides.discovered = found.clone();
     found.extend(canonical_dirs(&choice.add)?);
@@ -702,16 +720,23 @@ pub fn policy_file(path: &Path) -> Result<Loaded> {
 /// The partition a policy describes (docs/write-set.md): its mutable roots are the write set,
 /// its exec dirs the execute side inside it, and under `development` and `build` the
 /// workspace gets both rights.
+/// Each name is resolved as this process resolved it when it checked it
+/// ([`crate::paths::canonical`]), never afresh: this is built before the fork and the seal
+/// works from it, by these names.
 pub fn partition(policy: &Policy) -> execguard_seal::Partition {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
-    let p = execguard_seal::Partition::new(policy.mutable_roots().map(path))
-        .with_exec_dirs(policy.exec_dirs().map(path));
-    match policy.profile() {
-        Profile::Development | Profile::Build => p.with_both([path(policy.workspace())]),
-        _ => p,
-    }
+    let both = match policy.profile() {
+        Profile::Development | Profile::Build => Some(path(policy.workspace())),
+        _ => None,
+    };
+    execguard_seal::Partition::resolved(
+        policy.mutable_roots().map(path),
+        policy.exec_dirs().map(path),
+        both,
+        &|p| crate::paths::canonical(p).ok(),
+    )
 }
 
 /// Seals this process for the session `policy` describes: the `noexec` mounts, the Landlock
@@ -721,6 +746,7 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
 /// once and reported `reduced:mappings_guard_only`).
 pub fn seal(
     policy: &Policy,
+    partition: &execguard_seal::Partition,
     allow_exec_mappings: bool,
     carry: Option<&std::os::fd::OwnedFd>,
 ) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
@@ -728,9 +754,12 @@ pub fn seal(
     if let Some(log) = policy.audit_log() {
         use std::os::unix::ffi::OsStrExt;
         let log = Path::new(std::ffi::OsStr::from_bytes(log));
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never through a link put in its place since the CLI checked it.
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(log)
             .map_err(|e| execguard_seal::SealError::Apply {
                 step: "create the audit log",
@@ -738,7 +767,7 @@ pub fn seal(
             })?;
     }
     let enforcement = execguard_seal::seal(
-        &partition(policy),
+        partition,
         &execguard_seal::Options {
             memfd_noexec: policy.profile() == Profile::Strict,
             mounts: if allow_exec_mappings {

@@ -1157,6 +1157,157 @@ fn a_toolchain_dir_a_session_creates_never_runs_later() {
     }
 }
 
+/// An exec dir recorded by the operator stays read-only in every session, on its `PATH` or
+/// not: left in the write set, what a session with another `PATH` planted there would run in
+/// the next session that has it on `PATH`, and outside sessions.
+#[test]
+fn every_recorded_exec_dir_stays_read_only_whatever_path_says() {
+    for who in identities() {
+        let w = World::new(who, "record-path");
+        let bin2 = w.home.join("bin2");
+        std::fs::create_dir_all(&bin2).unwrap();
+        who.own(&w.home);
+        let session = |path: &str, script: &str| {
+            let mut c = Command::new(&tools().cli);
+            who.apply(&mut c);
+            c.arg("run")
+                .arg("--workspace")
+                .arg(&w.ws)
+                .args(["--", "sh", "-c", script])
+                .env("HOME", &w.home)
+                .env("PATH", path)
+                .current_dir(&w.ws)
+                .stdin(Stdio::null());
+            c.output().unwrap()
+        };
+        let label = who.label();
+        // The first session records both.
+        let both = format!("{}:{}:/usr/bin:/bin", s(&w.local_bin), s(&bin2));
+        let out = session(&both, "true");
+        assert!(out.status.success(), "[{label}] {}", text(&out.stderr));
+        let record = std::fs::read_to_string(w.home.join(".config/execguard/exec-dirs")).unwrap();
+        assert!(record.contains(s(&bin2)), "[{label}] {record}");
+        // A session whose PATH lacks ~/bin2 cannot write it.
+        let plant = format!(
+            "cp /bin/true {bin2}/tool2 2>/dev/null && echo PLANTED; echo DONE",
+            bin2 = s(&bin2)
+        );
+        let out = session("/usr/bin:/bin", &plant);
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("DONE"),
+            "[{label}] {stdout}\n{}",
+            text(&out.stderr)
+        );
+        assert!(!stdout.contains("PLANTED"), "[{label}] {stdout}");
+        assert!(!bin2.join("tool2").exists(), "[{label}]");
+    }
+}
+
+/// The CLI checks the workspace, then the session is sealed by the names it checked: a
+/// workspace another process replaced by a link meanwhile (here to a directory inside an exec
+/// dir) is never followed into a grant, with the namespace or without it. Re-resolved after
+/// the checks, the link made the exec dir's inside the session's workspace, writable.
+#[test]
+fn a_workspace_replaced_by_a_link_after_the_checks_gives_nothing_to_its_target() {
+    for who in identities() {
+        for extra in [&[][..], &["--allow-exec-mappings"][..]] {
+            let w = World::new(who, "relinked-ws");
+            let ws = w.home.join("proj");
+            let inside = w.local_bin.join("sub");
+            std::fs::create_dir_all(&ws).unwrap();
+            std::fs::create_dir_all(&inside).unwrap();
+            who.own(&w.home);
+            let mut c = Command::new(&tools().cli);
+            who.apply(&mut c);
+            c.arg("run")
+                .args(extra)
+                .arg("--workspace")
+                .arg(&ws)
+                .args([
+                    "--",
+                    "sh",
+                    "-c",
+                    &format!(
+                        "cp /bin/true {inside}/planted 2>/dev/null && echo PLANTED; echo DONE",
+                        inside = s(&inside)
+                    ),
+                ])
+                .env("HOME", &w.home)
+                .env("PATH", format!("{}:/usr/bin:/bin", s(&w.local_bin)))
+                .env(
+                    "EXECGUARD_TEST_REDIRECT",
+                    format!("partition:{}:{}", s(&ws), s(&inside)),
+                )
+                .current_dir(&w.home)
+                .stdin(Stdio::null());
+            if !extra.is_empty() {
+                c.env("EXECGUARD_TEST_NO_MOUNT_NAMESPACE", "1");
+            }
+            let out = c.output().unwrap();
+            let (stdout, label) = (text(&out.stdout), who.label());
+            assert!(
+                stdout.contains("DONE"),
+                "[{label} {extra:?}] {stdout}\n{}",
+                text(&out.stderr)
+            );
+            assert!(!stdout.contains("PLANTED"), "[{label} {extra:?}] {stdout}");
+            assert!(!inside.join("planted").exists(), "[{label} {extra:?}]");
+        }
+    }
+}
+
+/// A workspace inside a directory another session writes can be moved aside after the binds
+/// made it noexec, and a directory of that session's moved into its place: the write grant,
+/// taken by name, would land on a directory that is executable. The start is refused.
+#[test]
+fn a_directory_moved_into_the_workspace_after_the_binds_refuses_the_start() {
+    for who in identities() {
+        let w = World::new(who, "moved-in");
+        let outer = w.owned.join("outer");
+        let (ws, other) = (outer.join("proj"), outer.join("other"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        who.own(&w.owned);
+        let go = w.owned.join("go");
+        let mut c = Command::new(&tools().cli);
+        who.apply(&mut c);
+        let child = c
+            .arg("run")
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["--", "sh", "-c", "echo STARTED"])
+            .env("HOME", &w.home)
+            .env("EXECGUARD_TEST_PAUSE", format!("rules:{}", s(&go)))
+            .current_dir(&w.home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The seal waits after listing its grants; the swap is made from this namespace, as
+        // the other session would make it from its own.
+        let ready = w.owned.join("go.ready");
+        for _ in 0..1000 {
+            if ready.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(ready.exists(), "[{}] the seal never paused", who.label());
+        std::fs::rename(&ws, outer.join("proj-moved")).unwrap();
+        std::fs::rename(&other, &ws).unwrap();
+        std::fs::write(&go, "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let (stdout, stderr, label) = (text(&out.stdout), text(&out.stderr), who.label());
+        assert!(!stdout.contains("STARTED"), "[{label}] {stdout}");
+        assert!(
+            stderr.contains("noexec_unavailable") && stderr.contains("not on a noexec mount"),
+            "[{label}] {stderr}"
+        );
+    }
+}
+
 /// The session is scoped from the processes outside it (Landlock ABI 6): it cannot signal
 /// them (the supervisor that quarantines a strict session's repository, the operator's own
 /// programs), while signals among its own processes work as ever.

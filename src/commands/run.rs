@@ -124,6 +124,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let policy = loaded.policy();
     if let Some(log) = policy.audit_log() {
         start::check_audit_log(&policy, log)?;
+        // Opened there with no link as its last component, in a canonical directory.
+        crate::paths::remember_canonical(std::path::Path::new(std::ffi::OsStr::from_bytes(log)));
         if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
             start::announce_default_log(log);
         }
@@ -207,6 +209,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Rule 3 (wrappers/README.md): a strict host session's repository control files are
     // recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
+    execguard_seal::redirect_for_test("partition");
+    let partition = session::partition(&policy);
     let mut carry = None;
     if host && policy.profile() == Profile::Strict {
         let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
@@ -223,7 +227,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
-        let report = session::seal(&policy, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
+        let report = session::seal(&policy, &partition, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
             execguard_seal::SealError::Noexec { .. }
             | execguard_seal::SealError::NamespaceUnfinished { .. } => anyhow::anyhow!(
                 "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"

@@ -246,35 +246,58 @@ pub struct Partition {
     pub both: Vec<PathBuf>,
 }
 
+fn realpath(p: &Path) -> Option<PathBuf> {
+    p.canonicalize().ok()
+}
+
+/// Adds `p`, by its canonical name when it has one, unless it is there already.
+fn add_unique(list: &mut Vec<PathBuf>, p: PathBuf, canonical: &dyn Fn(&Path) -> Option<PathBuf>) {
+    let p = canonical(&p).unwrap_or(p);
+    if !list.contains(&p) {
+        list.push(p);
+    }
+}
+
 impl Partition {
     /// A partition with these write-set roots (canonicalised when they exist) and `/dev`.
     pub fn new(write_set: impl IntoIterator<Item = PathBuf>) -> Self {
+        Self::resolved(write_set, [], [], &realpath)
+    }
+
+    /// A partition whose names are resolved by `canonical`: the CLI's, which answers for a
+    /// name what it answered when the CLI checked it. Resolved again later, a name could lead
+    /// elsewhere by then (another session can put a link where a directory of `$HOME` or the
+    /// workspace's parent was), and the partition would follow it: the workspace's write grant
+    /// onto an exec dir, say.
+    pub fn resolved(
+        write_set: impl IntoIterator<Item = PathBuf>,
+        exec_dirs: impl IntoIterator<Item = PathBuf>,
+        both: impl IntoIterator<Item = PathBuf>,
+        canonical: &dyn Fn(&Path) -> Option<PathBuf>,
+    ) -> Self {
         let mut p = Partition::default();
         for root in write_set.into_iter().chain([PathBuf::from("/dev")]) {
-            let root = root.canonicalize().unwrap_or(root);
-            if !p.write_set.contains(&root) {
-                p.write_set.push(root);
-            }
+            add_unique(&mut p.write_set, root, canonical);
+        }
+        for d in exec_dirs {
+            add_unique(&mut p.exec_dirs, d, canonical);
+        }
+        for d in both {
+            add_unique(&mut p.both, d, canonical);
         }
         p
     }
 
     pub fn with_exec_dirs(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
         for d in dirs {
-            let d = d.canonicalize().unwrap_or(d);
-            if !self.exec_dirs.contains(&d) {
-                self.exec_dirs.push(d);
-            }
+            add_unique(&mut self.exec_dirs, d, &realpath);
         }
         self
     }
 
     pub fn with_both(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
         for d in dirs {
-            let d = d.canonicalize().unwrap_or(d);
-            if !self.both.contains(&d) {
-                self.both.push(d);
-            }
+            add_unique(&mut self.both, d, &realpath);
         }
         self
     }
@@ -543,7 +566,6 @@ fn landlock_rules(
     let mut ruleset = ruleset.create().map_err(apply("create the ruleset"))?;
     let mut rules = Vec::new();
     let grants = plan(partition, abi, mounts_protect_exec_dirs);
-    #[cfg(any(test, feature = "test-hooks"))]
     redirect_for_test("rules");
     for grant in grants {
         // A path that does not exist (yet), vanished since it was listed, or that this user
@@ -554,6 +576,34 @@ fn landlock_rules(
         let Ok(fd) = open_path(&grant.path, grant.side == "execute") else {
             continue;
         };
+        // With the namespace made, what a write grant reaches lies on a mount made noexec, and
+        // an exec dir on a read-only one. A name that leads elsewhere by now (another session
+        // moved a directory of its own into its place after the binds) refuses the start.
+        if mounts_protect_exec_dirs {
+            let in_both = partition.both.iter().any(|b| beneath(&grant.path, b));
+            let want = match grant.side {
+                // A reduced profile's workspace keeps exec on purpose.
+                "write" if in_both => None,
+                "write" => Some((libc::ST_NOEXEC, "noexec")),
+                "exec_dir" => Some((libc::ST_RDONLY, "read-only")),
+                _ => None,
+            };
+            if let Some((flag, what)) = want {
+                use std::os::fd::AsRawFd;
+                // SAFETY: fstatvfs writes only into the zeroed struct it is given.
+                let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+                // SAFETY: `fd` is open and `st` is writable.
+                let rc = unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) };
+                if rc != 0 || st.f_flag & flag == 0 {
+                    return Err(SealError::Noexec {
+                        detail: format!(
+                            "{}: not on a {what} mount any more (a directory was moved into its place while the session was sealed); start the session again",
+                            grant.path.display()
+                        ),
+                    });
+                }
+            }
+        }
         ruleset = ruleset
             .add_rule(PathBeneath::new(fd, grant.access))
             .map_err(|e| SealError::Apply {
@@ -590,15 +640,48 @@ fn landlock_rules(
     })
 }
 
-/// Test hook, `STEP:DIR:TARGET`: at `STEP` of the seal (`noexec`: right after the mount table
-/// is read for the `noexec` pass; `rules`: after the Landlock grants are listed, before they
-/// are opened), move `DIR` aside (to `DIR-moved`) and put a symlink to `TARGET` in its place,
-/// as another process writing the same directory could at that moment (test builds only).
+/// Test hook, `STEP:DIR:TARGET`: at `STEP` of a session's start (`partition`: in the CLI, after
+/// its checks, before the partition is built; `noexec`: right after the mount table is read
+/// for the `noexec` pass; `rules`: after the Landlock grants are listed, before they are
+/// opened), move `DIR` aside (to `DIR-moved`) and put a symlink to `TARGET` in its place
+/// (`=SOURCE` for `TARGET`: the directory `SOURCE` moved there), as another process writing
+/// the same directory could at that moment (test builds only).
 #[cfg(any(test, feature = "test-hooks"))]
 pub const REDIRECT_ENV: &str = "EXECGUARD_TEST_REDIRECT";
 
+/// [`REDIRECT_ENV`] at `step`; does nothing outside test builds (callers outside this crate
+/// need not know which build they are in).
+pub fn redirect_for_test(step: &str) {
+    #[cfg(not(any(test, feature = "test-hooks")))]
+    let _ = step;
+    #[cfg(any(test, feature = "test-hooks"))]
+    redirect(step);
+}
+
+/// Test hook, `STEP:FILE`: at `STEP` (as for [`REDIRECT_ENV`]), create `FILE.ready` and wait
+/// until `FILE` exists (10 s at most), so that a test can change names from outside the
+/// session's namespace at that moment, as another session would (test builds only).
 #[cfg(any(test, feature = "test-hooks"))]
-pub(crate) fn redirect_for_test(step: &str) {
+pub const PAUSE_ENV: &str = "EXECGUARD_TEST_PAUSE";
+
+#[cfg(any(test, feature = "test-hooks"))]
+fn redirect(step: &str) {
+    if let Some((at, file)) = std::env::var(PAUSE_ENV)
+        .ok()
+        .as_deref()
+        .and_then(|v| v.split_once(':'))
+        .filter(|(at, _)| *at == step)
+        .map(|(at, f)| (at.to_string(), f.to_string()))
+    {
+        std::fs::write(format!("{file}.ready"), at)
+            .unwrap_or_else(|e| panic!("{PAUSE_ENV}: {file}.ready: {e}"));
+        for _ in 0..1000 {
+            if Path::new(&file).exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
     let Ok(value) = std::env::var(REDIRECT_ENV) else {
         return;
     };
@@ -608,7 +691,10 @@ pub(crate) fn redirect_for_test(step: &str) {
     };
     if at == step {
         std::fs::rename(dir, format!("{dir}-moved"))
-            .and_then(|()| std::os::unix::fs::symlink(target, dir))
+            .and_then(|()| match target.strip_prefix('=') {
+                Some(source) => std::fs::rename(source, dir),
+                None => std::os::unix::fs::symlink(target, dir),
+            })
             .unwrap_or_else(|e| panic!("{REDIRECT_ENV}={value}: {e}"));
     }
 }

@@ -1016,7 +1016,6 @@ fn bind_partition(
     fail_at("noexec")?;
     let after_binds = mounts_now()?;
     *table = Some(after_binds.clone());
-    #[cfg(any(test, feature = "test-hooks"))]
     crate::redirect_for_test("noexec");
     let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
     for point in &points {
