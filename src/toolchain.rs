@@ -721,6 +721,8 @@ pub fn supervise_repository(
         // SAFETY: `status` is a valid out-pointer for the duration of the call.
         let r = unsafe { libc::waitpid(child, &mut status, 0) };
         if r == child {
+            // Reaped: its pid may be reused from now on, so nothing more is passed on to it.
+            SESSION_CHILD.store(0, std::sync::atomic::Ordering::Relaxed);
             break;
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
@@ -753,7 +755,10 @@ pub fn supervise_repository(
 /// quarantine.
 fn end_remaining_processes() {
     let children = format!("/proc/self/task/{}/children", std::process::id());
-    for _ in 0..1000 {
+    // Until none is left, however long: each level of a chain of forks reaches this process
+    // only when the one above it has died, and a count would let a deep enough chain outlive
+    // the quarantine.
+    loop {
         // Reap what has ended; no child left at all (ECHILD) is the common end, and needs no
         // look at the children file.
         let mut reaped = false;

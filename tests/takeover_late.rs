@@ -93,3 +93,91 @@ fn a_repository_created_in_the_session_is_checked_too() {
         );
     }
 }
+
+/// `session`, ended with SIGKILL when it takes longer than `secs`: `None` then.
+fn session_within(
+    who: Identity,
+    name: &str,
+    prepare: impl Fn(&Path),
+    script: &str,
+    secs: u64,
+) -> (PathBuf, Option<std::process::ExitStatus>) {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "takeover-{name}-{}-{}",
+        who.uid(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&base);
+    let (ws, home) = (base.join("ws"), base.join("home"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    prepare(&ws);
+    who.own(&base);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
+    who.apply(&mut c);
+    let mut child = c
+        .arg("run")
+        .arg("--workspace")
+        .arg(&ws)
+        .args(["--", "/bin/sh", "-c", script])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..secs * 10 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (ws, Some(status));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    (ws, None)
+}
+
+/// The supervisor reads what the session left, outside the session: a FIFO where git keeps a
+/// one-line file (`commondir`) never makes it wait, and a file it cannot read whole (too large,
+/// or unreadable to a non-root user) never ends the quarantine of the repository. Either way
+/// the planted hook is moved aside.
+#[test]
+fn a_fifo_or_an_unreadable_file_never_stops_the_quarantine() {
+    let hook = "printf '#!/bin/sh\\necho HOOK\\n' > H/.git/hooks/pre-commit && chmod +x H/.git/hooks/pre-commit";
+    let cases = [
+        (
+            "fifo",
+            format!(
+                "{} && mkdir -p .git/worktrees/x && echo 'ref: refs/heads/master' > .git/worktrees/x/HEAD && mkfifo .git/worktrees/x/commondir && echo planted",
+                hook.replace("H/", "")
+            ),
+            "",
+        ),
+        (
+            "blocker",
+            format!(
+                "git init -q evil && {} && truncate -s 1T evil/.git/hooks/zz && chmod 000 evil/.git/hooks/zz && echo planted",
+                hook.replace("H/", "evil/")
+            ),
+            "evil/",
+        ),
+    ];
+    for who in identities() {
+        for (name, script, repo) in &cases {
+            let (ws, status) = session_within(who, name, git_init, script, 30);
+            assert!(
+                status.is_some(),
+                "[{} {name}] the supervisor did not end within 30 s",
+                who.label()
+            );
+            let planted = ws.join(repo).join(".git/hooks/pre-commit");
+            assert!(
+                !planted.exists(),
+                "[{} {name}] the planted hook survived the quarantine",
+                who.label()
+            );
+        }
+    }
+}

@@ -81,10 +81,53 @@ pub fn runs_command_unwrapped(key: &str, value: Option<&str>) -> bool {
     }
 }
 
+/// The largest control file (a hook, a config) read whole: git's own are a few KiB.
+const CONTROL_MAX: u64 = 16 << 20;
+
+/// How [`control_bytes`]'s stand-in for a file it cannot read starts (no text file does).
+const UNREADABLE: &str = "\0execguard: unreadable ";
+
+/// The bytes of the control file `p` (`m`: its `lstat`), or, when it cannot be read whole
+/// (not readable, larger than [`CONTROL_MAX`], or no longer a regular file: a FIFO put there
+/// never blocks, `O_NONBLOCK`), a stand-in naming its identity: compared with what was
+/// recorded it differs whenever the file was replaced or changed. One such file must never end
+/// the whole repository's quarantine (the session may plant it for that).
+fn control_bytes(p: &Path, m: &fs::Metadata) -> Vec<u8> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let read = || -> io::Result<Vec<u8>> {
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(p)?;
+        let now = f.metadata()?;
+        if !now.is_file() || now.len() > CONTROL_MAX {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
+        let mut bytes = Vec::new();
+        f.take(CONTROL_MAX + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > CONTROL_MAX {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
+        Ok(bytes)
+    };
+    read().unwrap_or_else(|_| {
+        format!(
+            "{UNREADABLE}{}:{} {} bytes, changed {}.{}",
+            m.dev(),
+            m.ino(),
+            m.len(),
+            m.ctime(),
+            m.ctime_nsec()
+        )
+        .into_bytes()
+    })
+}
+
 fn read_recorded(p: &Path) -> io::Result<Option<Recorded>> {
     match fs::symlink_metadata(p) {
         Ok(m) if m.is_file() => Ok(Some(Recorded {
-            bytes: fs::read(p)?,
+            bytes: control_bytes(p, &m),
             mode: m.mode() & 0o7777,
             uid: m.uid(),
             gid: m.gid(),
@@ -376,7 +419,7 @@ impl Snapshot {
         for p in files {
             let recorded = self.configs.get(&p).cloned().flatten();
             let now = match fs::symlink_metadata(&p) {
-                Ok(m) if m.is_file() => fs::read(&p)?,
+                Ok(m) if m.is_file() => control_bytes(&p, &m),
                 Ok(_) => {
                     save(
                         &p,
@@ -388,6 +431,18 @@ impl Snapshot {
                 }
                 Err(_) => continue,
             };
+            // Unreadable now, and not as it was recorded: what it holds cannot be judged.
+            if now.starts_with(UNREADABLE.as_bytes())
+                && recorded.as_ref().map(|r| &r.bytes) != Some(&now)
+            {
+                save(
+                    &p,
+                    "config unreadable or larger than 16 MiB".into(),
+                    recorded.as_ref(),
+                    &mut out,
+                )?;
+                continue;
+            }
             let before = recorded
                 .as_ref()
                 .map(|r| command_keys(&r.bytes))

@@ -34,9 +34,30 @@ fn one_line(text: &str) -> &str {
     text.trim_end_matches(['\n', '\r'])
 }
 
+/// A one-line file's text (`gitdir:`, `commondir`), when it is a regular file of at most 64 KiB:
+/// a FIFO never blocks the reader (`O_NONBLOCK`) and a device is never read without end. The
+/// session may plant either where the supervisor, outside it, reads.
+fn read_one_line_file(f: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX: u64 = 64 << 10;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(f)
+        .ok()?;
+    let m = file.metadata().ok()?;
+    if !m.is_file() || m.len() > MAX {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 /// The git dir a `.git` file names (`gitdir: PATH`, relative to the file's directory).
 pub(crate) fn read_gitfile(f: &Path) -> Option<PathBuf> {
-    let text = fs::read_to_string(f).ok()?;
+    let text = read_one_line_file(f)?;
     // git's `read_gitfile_gently`: `gitdir: ` with its one space.
     let target = one_line(text.strip_prefix("gitdir: ")?);
     let p = Path::new(target);
@@ -50,8 +71,8 @@ pub(crate) fn read_gitfile(f: &Path) -> Option<PathBuf> {
 
 /// The common dir of a git dir: its `commondir` file (a linked worktree), else itself.
 pub fn common_dir_of(git_dir: &Path) -> PathBuf {
-    match fs::read_to_string(git_dir.join("commondir")) {
-        Ok(s) => {
+    match read_one_line_file(&git_dir.join("commondir")) {
+        Some(s) => {
             let p = Path::new(one_line(&s));
             let p = if p.is_absolute() {
                 p.to_path_buf()
@@ -60,7 +81,7 @@ pub fn common_dir_of(git_dir: &Path) -> PathBuf {
             };
             fs::canonicalize(&p).unwrap_or(p)
         }
-        Err(_) => git_dir.to_path_buf(),
+        None => git_dir.to_path_buf(),
     }
 }
 
