@@ -6,9 +6,9 @@ use execguard_testkit::{identities, Identity};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// A workspace (given to `who`, after `prepare` ran in it as the tests' user) and the output of
-/// `execguard run --workspace WS -- sh -c SCRIPT` as `who`.
-fn session(who: Identity, name: &str, prepare: impl Fn(&Path), script: &str) -> (PathBuf, Output) {
+/// A workspace (given to `who`, after `prepare` ran in it as the tests' user) and the command
+/// `execguard run --workspace WS -- sh -c SCRIPT` as `who`, ready to start.
+fn command(who: Identity, name: &str, prepare: impl Fn(&Path), script: &str) -> (PathBuf, Command) {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "takeover-{name}-{}-{}",
         who.uid(),
@@ -22,18 +22,21 @@ fn session(who: Identity, name: &str, prepare: impl Fn(&Path), script: &str) -> 
     who.own(&base);
     let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
     who.apply(&mut c);
-    let out = c
-        .arg("run")
+    c.arg("run")
         .arg("--workspace")
         .arg(&ws)
         .args(["--", "/bin/sh", "-c", script])
         .current_dir(&ws)
         .env("HOME", &home)
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (ws, out)
+        .stdin(Stdio::null());
+    (ws, c)
+}
+
+/// [`command`], run to its end: the workspace and the output.
+fn session(who: Identity, name: &str, prepare: impl Fn(&Path), script: &str) -> (PathBuf, Output) {
+    let (ws, mut c) = command(who, name, prepare, script);
+    (ws, c.output().unwrap())
 }
 
 fn git_init(ws: &Path) {
@@ -94,7 +97,7 @@ fn a_repository_created_in_the_session_is_checked_too() {
     }
 }
 
-/// `session`, ended with SIGKILL when it takes longer than `secs`: `None` then.
+/// [`command`], ended with SIGKILL when it takes longer than `secs`: `None` then.
 fn session_within(
     who: Identity,
     name: &str,
@@ -102,28 +105,8 @@ fn session_within(
     script: &str,
     secs: u64,
 ) -> (PathBuf, Option<std::process::ExitStatus>) {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "takeover-{name}-{}-{}",
-        who.uid(),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&base);
-    let (ws, home) = (base.join("ws"), base.join("home"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    prepare(&ws);
-    who.own(&base);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
-    who.apply(&mut c);
+    let (ws, mut c) = command(who, name, prepare, script);
     let mut child = c
-        .arg("run")
-        .arg("--workspace")
-        .arg(&ws)
-        .args(["--", "/bin/sh", "-c", script])
-        .current_dir(&ws)
-        .env("HOME", &home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
