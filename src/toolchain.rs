@@ -669,6 +669,9 @@ pub fn supervise_repository(
     profile: execguard_policy::Profile,
 ) -> Result<std::os::fd::OwnedFd> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    // By its canonical name now, before the session: the end writes it by that name with no
+    // link on the way (the session may replace the log's directory by one).
+    let audit_log = audit_log.map(|l| std::fs::canonicalize(l).unwrap_or_else(|_| l.to_path_buf()));
     let snapshots =
         execguard_wrappers::takeover::Snapshot::record_workspace(workspace, home.as_deref())
             .with_context(|| {
@@ -736,7 +739,7 @@ pub fn supervise_repository(
         workspace,
         home.as_deref(),
         "run",
-        audit_log,
+        audit_log.as_deref(),
         profile,
     );
     let code = if libc::WIFEXITED(status) {

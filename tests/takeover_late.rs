@@ -164,3 +164,65 @@ fn a_fifo_or_an_unreadable_file_never_stops_the_quarantine() {
         }
     }
 }
+
+/// The supervisor writes its quarantine records after the session, with the caller's rights:
+/// a session that replaced the audit log's directory by a link to another directory does not
+/// make it create the log there.
+#[test]
+fn the_audit_log_is_not_written_through_a_link_the_session_put_in_place() {
+    for who in identities() {
+        let logs = PathBuf::from(format!(
+            "/tmp/execguard-takeover-log-{}-{}",
+            who.uid(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&logs);
+        let _ = std::fs::remove_dir_all(logs.with_extension("moved"));
+        std::fs::create_dir_all(&logs).unwrap();
+        let outside = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "takeover-outside-{}-{}",
+            who.uid(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&outside);
+        std::fs::create_dir_all(&outside).unwrap();
+        who.own(&logs);
+        who.own(&outside);
+        let script = format!(
+            "printf '#!/bin/sh\\necho HOOK\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && \
+             mv {logs} {logs}.moved && ln -s {outside} {logs} && echo swapped",
+            logs = logs.display(),
+            outside = outside.display()
+        );
+        let (_, c) = command(who, "log-link", git_init, &script);
+        let args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_os_string()).collect();
+        let mut c2 = Command::new(c.get_program());
+        who.apply(&mut c2);
+        c2.arg("run")
+            .arg("--audit")
+            .arg(logs.join("audit.jsonl"))
+            .args(&args[1..])
+            .envs(c.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .current_dir(c.get_current_dir().unwrap())
+            .stdin(Stdio::null());
+        let out = c2.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("swapped"),
+            "[{}] {stderr}",
+            who.label()
+        );
+        assert!(
+            stderr.contains("repository_quarantine") || stderr.contains("quarantine"),
+            "[{}] no quarantine happened: {stderr}",
+            who.label()
+        );
+        assert!(
+            !outside.join("audit.jsonl").exists(),
+            "[{}] the supervisor wrote the log through the session's link",
+            who.label()
+        );
+        let _ = std::fs::remove_file(&logs);
+        let _ = std::fs::remove_dir_all(logs.with_extension("moved"));
+    }
+}

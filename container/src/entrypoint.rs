@@ -535,7 +535,10 @@ fn prepare(
             snapshots,
             workspace: paths.workspace.clone(),
             home,
-            audit_log: crate::audit::policy_log(paths).map(|(log, _)| log),
+            // By its canonical name now, before the session: the end writes it by that name
+            // with no link on the way.
+            audit_log: crate::audit::policy_log(paths)
+                .map(|(log, _)| std::fs::canonicalize(&log).unwrap_or(log)),
             profile: session.profile,
         }
     });

@@ -595,7 +595,8 @@ pub fn notice(q: &[Quarantined]) -> Option<String> {
 /// recorded repository, writes one audit record per file (`tool`, entry `end`, `notice`,
 /// `repository_quarantine`) and prints one notice line. Used by `execguard run`'s supervisor
 /// and the image's entrypoint alike. Failures are said on stderr: the session has ended, its
-/// status must still reach the caller.
+/// status must still reach the caller. `audit_log` is the log's canonical name, taken before
+/// the session: it is written with no link on its way.
 pub fn finish_session(
     snapshots: &[Snapshot],
     workspace: &Path,
@@ -674,7 +675,7 @@ pub fn finish_session(
             q.path.as_os_str().as_bytes(),
             saved.as_os_str().as_bytes(),
         );
-        if let Err(e) = execguard_os::audit::append(log.as_os_str().as_bytes(), &record) {
+        if let Err(e) = execguard_os::audit::append_exact(log.as_os_str().as_bytes(), &record) {
             eprintln!(
                 "execguard: warning: cannot write the audit log {}: {e:?}",
                 log.display()

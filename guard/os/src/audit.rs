@@ -41,6 +41,28 @@ impl AppendLog for Fd {
 pub fn open_log(path: &[u8]) -> Result<c_int, Errno> {
     // SAFETY: with_c_path passes a NUL-terminated copy of `path`.
     let fd = with_c_path(path, |c| unsafe { raw::open(c, FLAGS, 0o600) })??;
+    regular(fd)
+}
+
+/// [`open_log`], only if no component of `path` is a link (`openat2`, `RESOLVE_NO_SYMLINKS`).
+fn open_log_exact(path: &[u8]) -> Result<c_int, Errno> {
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    // struct open_how { flags, mode, resolve }
+    let how: [u64; 3] = [
+        FLAGS as u64,
+        0o600,
+        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    ];
+    let size = core::mem::size_of_val(&how) as libc::c_long;
+    // SAFETY: `how` is a readable open_how of the size passed.
+    let fd =
+        unsafe { crate::call_at_cwd(libc::SYS_openat2, path, how.as_ptr() as libc::c_long, size) }?;
+    regular(fd as c_int)
+}
+
+/// `fd` when it is a regular file; closed otherwise.
+fn regular(fd: c_int) -> Result<c_int, Errno> {
     match raw::fstat(fd) {
         Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => Ok(fd),
         Ok(_) => {
@@ -52,6 +74,19 @@ pub fn open_log(path: &[u8]) -> Result<c_int, Errno> {
             Err(e)
         }
     }
+}
+
+/// [`append`] for a writer outside the session, at its end (the supervisor, with the caller's
+/// rights, root's included): the log is opened only by a name with no link on it, so a
+/// directory of the log that the session replaced by a link is not followed to where it points.
+/// The caller passes the log's canonical name, taken before the session started.
+pub fn append_exact(log: &[u8], record: &Record<'_>) -> Result<(), AppendError> {
+    let mut buf = [0u8; RECORD_MAX];
+    let n = format_record(record, &mut buf);
+    let fd = open_log_exact(log).map_err(AppendError::Failed)?;
+    let result = append_whole(&mut Fd(fd), &buf[..n]);
+    raw::close(fd);
+    result
 }
 
 /// Appends `record` (one formatted line) to the log at `path`, whole or not at all.
