@@ -578,6 +578,9 @@ fn sides_from(
     let mut sides = HostSides::default();
     sides.mutable_roots.extend(home.map(Path::to_path_buf));
     check_explicit(&choice.add, workspace, &sides.mutable_roots)?;
+    // The record's own directory (and the shims kept there) is read-only anyway.
+    let record_dir = home.map(exec_dir_record);
+    let record_dir = record_dir.as_deref().and_then(Path::parent);
     let exec_dir_of_home = |c: &PathBuf| match home {
         Some(home) => {
             c.starts_with(home)
@@ -586,10 +589,7 @@ fn sides_from(
                 // executable.
                 && !c.starts_with(workspace)
                 && !workspace.starts_with(c)
-                // The record's own directory (and the shims kept there) is read-only anyway.
-                && exec_dir_record(home)
-                    .parent()
-                    .is_none_or(|r| !c.starts_with(r))
+                && record_dir.is_none_or(|r| !c.starts_with(r))
                 && c.is_dir()
         }
         None => false,

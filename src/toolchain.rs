@@ -669,9 +669,10 @@ pub fn supervise_repository(
     profile: execguard_policy::Profile,
 ) -> Result<std::os::fd::OwnedFd> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    // By its canonical name now, before the session: the end writes it by that name with no
-    // link on the way (the session may replace the log's directory by one).
-    let audit_log = audit_log.map(|l| std::fs::canonicalize(l).unwrap_or_else(|_| l.to_path_buf()));
+    // By its canonical name as checked before the session: the end writes it by that name with
+    // no link on the way (the session may replace the log's directory by one).
+    let audit_log =
+        audit_log.map(|l| crate::paths::canonical(l).unwrap_or_else(|_| l.to_path_buf()));
     let snapshots =
         execguard_wrappers::takeover::Snapshot::record_workspace(workspace, home.as_deref())
             .with_context(|| {

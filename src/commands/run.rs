@@ -209,7 +209,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Rule 3 (wrappers/README.md): a strict host session's repository control files are
     // recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
-    execguard_seal::redirect_for_test("partition");
+    execguard_seal::test_hooks_at("partition");
     let partition = session::partition(&policy);
     let mut carry = None;
     if host && policy.profile() == Profile::Strict {

@@ -93,25 +93,7 @@ const UNREADABLE: &str = "\0execguard: unreadable ";
 /// recorded it differs whenever the file was replaced or changed. One such file must never end
 /// the whole repository's quarantine (the session may plant it for that).
 fn control_bytes(p: &Path, m: &fs::Metadata) -> Vec<u8> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let read = || -> io::Result<Vec<u8>> {
-        let f = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(p)?;
-        let now = f.metadata()?;
-        if !now.is_file() || now.len() > CONTROL_MAX {
-            return Err(io::Error::from_raw_os_error(libc::EFBIG));
-        }
-        let mut bytes = Vec::new();
-        f.take(CONTROL_MAX + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > CONTROL_MAX {
-            return Err(io::Error::from_raw_os_error(libc::EFBIG));
-        }
-        Ok(bytes)
-    };
-    read().unwrap_or_else(|_| {
+    crate::git::files::read_regular(p, CONTROL_MAX, false).unwrap_or_else(|_| {
         format!(
             "{UNREADABLE}{}:{} {} bytes, changed {}.{}",
             m.dev(),

@@ -44,21 +44,9 @@ pub fn open_log(path: &[u8]) -> Result<c_int, Errno> {
     regular(fd)
 }
 
-/// [`open_log`], only if no component of `path` is a link (`openat2`, `RESOLVE_NO_SYMLINKS`).
+/// [`open_log`], only if no component of `path` is a link.
 fn open_log_exact(path: &[u8]) -> Result<c_int, Errno> {
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    // struct open_how { flags, mode, resolve }
-    let how: [u64; 3] = [
-        FLAGS as u64,
-        0o600,
-        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    ];
-    let size = core::mem::size_of_val(&how) as libc::c_long;
-    // SAFETY: `how` is a readable open_how of the size passed.
-    let fd =
-        unsafe { crate::call_at_cwd(libc::SYS_openat2, path, how.as_ptr() as libc::c_long, size) }?;
-    regular(fd as c_int)
+    regular(crate::open_no_links(path, FLAGS, 0o600)?)
 }
 
 /// `fd` when it is a regular file; closed otherwise.

@@ -335,19 +335,25 @@ impl Sys for LibcSys {
     }
 
     fn open_exact(&mut self, path: &[u8], mode: OpenMode) -> Result<c_int, Errno> {
-        const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-        const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-        // struct open_how { flags, mode, resolve }
-        let how: [u64; 3] = [
-            open_flags(mode) as u64,
-            0,
-            RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        ];
-        let size = core::mem::size_of_val(&how) as c_long;
-        // SAFETY: `how` is a readable open_how of the size passed.
-        unsafe { call_at_cwd(libc::SYS_openat2, path, how.as_ptr() as c_long, size) }
-            .map(|fd| fd as c_int)
+        open_no_links(path, open_flags(mode), 0)
     }
+}
+
+/// `path` opened with `flags` (and `mode`, for `O_CREAT`) only if none of its components is a
+/// link (`openat2`, `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`).
+pub(crate) fn open_no_links(path: &[u8], flags: c_int, mode: u64) -> Result<c_int, Errno> {
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    // struct open_how { flags, mode, resolve }
+    let how: [u64; 3] = [
+        flags as u64,
+        mode,
+        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    ];
+    let size = core::mem::size_of_val(&how) as c_long;
+    // SAFETY: `how` is a readable open_how of the size passed.
+    unsafe { call_at_cwd(libc::SYS_openat2, path, how.as_ptr() as c_long, size) }
+        .map(|fd| fd as c_int)
 }
 
 /// Why a control file (the policy, the runtime-profile state, a manifest) is not trusted.

@@ -566,7 +566,7 @@ fn landlock_rules(
     let mut ruleset = ruleset.create().map_err(apply("create the ruleset"))?;
     let mut rules = Vec::new();
     let grants = plan(partition, abi, mounts_protect_exec_dirs);
-    redirect_for_test("rules");
+    test_hooks_at("rules");
     for grant in grants {
         // A path that does not exist (yet), vanished since it was listed, or that this user
         // cannot open gets no rule: Landlock then grants it nothing, neither write nor execute.
@@ -580,21 +580,15 @@ fn landlock_rules(
         // an exec dir on a read-only one. A name that leads elsewhere by now (another session
         // moved a directory of its own into its place after the binds) refuses the start.
         if mounts_protect_exec_dirs {
-            let in_both = partition.both.iter().any(|b| beneath(&grant.path, b));
             let want = match grant.side {
                 // A reduced profile's workspace keeps exec on purpose.
-                "write" if in_both => None,
+                "write" if partition.both.iter().any(|b| beneath(&grant.path, b)) => None,
                 "write" => Some((libc::ST_NOEXEC, "noexec")),
                 "exec_dir" => Some((libc::ST_RDONLY, "read-only")),
                 _ => None,
             };
             if let Some((flag, what)) = want {
-                use std::os::fd::AsRawFd;
-                // SAFETY: fstatvfs writes only into the zeroed struct it is given.
-                let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-                // SAFETY: `fd` is open and `st` is writable.
-                let rc = unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) };
-                if rc != 0 || st.f_flag & flag == 0 {
+                if mounts::flags_of(&fd).is_none_or(|f| f & flag == 0) {
                     return Err(SealError::Noexec {
                         detail: format!(
                             "{}: not on a {what} mount any more (a directory was moved into its place while the session was sealed); start the session again",
@@ -649,13 +643,13 @@ fn landlock_rules(
 #[cfg(any(test, feature = "test-hooks"))]
 pub const REDIRECT_ENV: &str = "EXECGUARD_TEST_REDIRECT";
 
-/// [`REDIRECT_ENV`] at `step`; does nothing outside test builds (callers outside this crate
-/// need not know which build they are in).
-pub fn redirect_for_test(step: &str) {
+/// The test hooks (`EXECGUARD_TEST_PAUSE`, then `EXECGUARD_TEST_REDIRECT`) at `step`; does nothing outside
+/// test builds (callers outside this crate need not know which build they are in).
+pub fn test_hooks_at(step: &str) {
     #[cfg(not(any(test, feature = "test-hooks")))]
     let _ = step;
     #[cfg(any(test, feature = "test-hooks"))]
-    redirect(step);
+    run_test_hooks(step);
 }
 
 /// Test hook, `STEP:FILE`: at `STEP` (as for [`REDIRECT_ENV`]), create `FILE.ready` and wait
@@ -665,7 +659,7 @@ pub fn redirect_for_test(step: &str) {
 pub const PAUSE_ENV: &str = "EXECGUARD_TEST_PAUSE";
 
 #[cfg(any(test, feature = "test-hooks"))]
-fn redirect(step: &str) {
+fn run_test_hooks(step: &str) {
     if let Some((at, file)) = std::env::var(PAUSE_ENV)
         .ok()
         .as_deref()

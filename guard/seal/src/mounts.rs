@@ -42,7 +42,7 @@ pub struct Namespace {
     pub incomplete: Option<String>,
     /// The mount table read after the binds of the write set, for [`report_in`].
     #[serde(skip)]
-    pub table: Option<std::sync::Arc<[Mount]>>,
+    pub(crate) table: Option<std::sync::Arc<[Mount]>>,
 }
 
 /// One line of `/proc/self/mountinfo`.
@@ -574,19 +574,12 @@ pub fn report(partition: &Partition) -> Vec<MountReport> {
 /// beneath exec dirs, which the report leaves out. A path that reaches another mount by now
 /// (a directory above it was moved) makes it read the table afresh.
 pub fn report_in(partition: &Partition, after_binds: &[Mount]) -> Vec<MountReport> {
-    use std::os::fd::AsRawFd;
     let noexec = |m: &Mount, reached: &Path| {
         let (fd, id) = reach(reached).ok()?;
         if id != u64::from(m.id) {
             return None;
         }
-        // SAFETY: fstatvfs writes only into the zeroed struct it is given.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: `fd` is open and `st` is writable.
-        if unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) } != 0 {
-            return None;
-        }
-        Some(st.f_flag & libc::ST_NOEXEC != 0)
+        Some(flags_of(&fd)? & libc::ST_NOEXEC != 0)
     };
     report_with(partition, after_binds, noexec).unwrap_or_else(|| {
         forget();
@@ -686,15 +679,8 @@ const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 /// A descriptor of what `path` reaches now, and the id of its mount (the ids of
 /// `/proc/self/mountinfo`).
 fn reach(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, u64)> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    let c = CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: `c` is NUL-terminated and outlives the call; O_PATH reads nothing of the file.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened here and nothing else owns it.
-    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    use std::os::fd::AsRawFd;
+    let fd = crate::open_path(path, true)?;
     // SAFETY: statx writes only into the zeroed struct it is given.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open, the empty path is NUL-terminated, `st` is writable.
@@ -714,6 +700,15 @@ fn reach(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, u64)> {
         return Err(std::io::Error::from_raw_os_error(libc::ENOSYS));
     }
     Ok((fd, st.stx_mnt_id))
+}
+
+/// The flags (`ST_*`) of the mount `fd` is on, as `statvfs` gives them.
+pub(crate) fn flags_of(fd: &std::os::fd::OwnedFd) -> Option<libc::c_ulong> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatvfs writes only into the zeroed struct it is given.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is writable.
+    (unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) } == 0).then_some(st.f_flag)
 }
 
 /// Adds `attrs` to the mount that `table` places at `point`, through a descriptor of what the
@@ -1016,7 +1011,7 @@ fn bind_partition(
     fail_at("noexec")?;
     let after_binds = mounts_now()?;
     *table = Some(after_binds.clone());
-    crate::redirect_for_test("noexec");
+    crate::test_hooks_at("noexec");
     let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
     for point in &points {
         if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {

@@ -34,25 +34,10 @@ fn one_line(text: &str) -> &str {
     text.trim_end_matches(['\n', '\r'])
 }
 
-/// A one-line file's text (`gitdir:`, `commondir`), when it is a regular file of at most 64 KiB:
-/// a FIFO never blocks the reader (`O_NONBLOCK`) and a device is never read without end. The
-/// session may plant either where the supervisor, outside it, reads.
+/// A one-line file's text (`gitdir:`, `commondir`), when it is a regular file of at most 64 KiB
+/// ([`super::files::read_regular`]: the supervisor reads these outside the session).
 fn read_one_line_file(f: &Path) -> Option<String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    const MAX: u64 = 64 << 10;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(f)
-        .ok()?;
-    let m = file.metadata().ok()?;
-    if !m.is_file() || m.len() > MAX {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(MAX).read_to_string(&mut text).ok()?;
-    Some(text)
+    String::from_utf8(super::files::read_regular(f, 64 << 10, true).ok()?).ok()
 }
 
 /// The git dir a `.git` file names (`gitdir: PATH`, relative to the file's directory).
