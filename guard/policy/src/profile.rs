@@ -38,3 +38,14 @@ impl Profile {
             .find(|p| p.as_str().as_bytes() == name)
     }
 }
+
+impl Profile {
+    /// May file-backed native code from mutable roots run?
+    pub fn allows_mutable_native(self) -> bool {
+        !matches!(self, Profile::Strict)
+    }
+    /// May native code with no name on disk (memfd, deleted) run?
+    pub fn allows_anonymous_native(self) -> bool {
+        matches!(self, Profile::Build | Profile::Breakglass)
+    }
+}

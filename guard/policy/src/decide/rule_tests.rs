@@ -1,0 +1,547 @@
+//! The rules, table-driven against the in-memory [`crate::memsys::MemSys`] (no processes):
+//! each row is a file tree, a policy, one exec call and what the engine must answer, including
+//! what it hands the kernel (the launch argv, the canonical name).
+use super::*;
+use crate::memo::Memo;
+use crate::memsys::MemSys;
+use crate::policy::Policy;
+use crate::reason::Reason;
+use crate::sys::Errno;
+use crate::sys::ENOENT;
+use std::vec::Vec;
+
+#[derive(Debug, PartialEq)]
+enum Want {
+    Allow,
+    Deny(Reason),
+    Kernel(Errno),
+    /// Allowed, started through this argv (program first).
+    Launch(&'static [&'static [u8]]),
+    /// Allowed, handed to the kernel by this canonical name.
+    ExecAs(&'static [u8]),
+}
+
+struct Row {
+    what: &'static str,
+    tree: fn(&mut MemSys),
+    policy: &'static str,
+    target: &'static [u8],
+    argv: &'static [&'static [u8]],
+    envp: &'static [&'static [u8]],
+    want: Want,
+}
+
+const WS: &str = "version = 1\nworkspace = \"/ws\"\n";
+
+fn base(s: &mut MemSys) {
+    s.elf(b"/usr/bin/ls")
+        .elf(b"/usr/bin/dash")
+        .symlink(b"/bin", b"usr/bin")
+        .symlink(b"/usr/bin/sh", b"dash")
+        .elf(b"/usr/bin/valgrind")
+        .elf(b"/ws/payload")
+        .elf(b"/ws/evil.so")
+        .script(b"/ws/build.sh", b"#!/bin/sh\necho hi\n")
+        .script(b"/ws/evil.sh", b"#!/ws/payload\n")
+        .symlink(b"/ws/link", b"/usr/bin/ls")
+        .dir(b"/tmp")
+        .dir(b"/opt")
+        .elf(b"/opt/tool")
+        .cwd_at(b"/ws");
+}
+
+/// `/ws/x`, a plain directory the session may replace by a symlink; `/ws/ls`, a symlink
+/// it made, named after a command the allow-list names.
+fn ws_tricks(s: &mut MemSys) {
+    base(s);
+    s.dir(b"/ws/x").symlink(b"/ws/ls", b"/usr/bin/dash");
+}
+
+/// `/opt` belongs to the session's user, mode `r-x`: it may `chmod` it and replace the tool.
+fn owned_opt(s: &mut MemSys) {
+    base(s);
+    s.owned(b"/opt");
+}
+
+fn owned_opt_root(s: &mut MemSys) {
+    owned_opt(s);
+    s.as_root();
+}
+
+fn writable_opt(s: &mut MemSys) {
+    base(s);
+    s.writable(b"/opt");
+}
+
+fn writable_opt_root(s: &mut MemSys) {
+    writable_opt(s);
+    s.as_root();
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        what: "system ELF",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "workspace ELF",
+        tree: base,
+        policy: WS,
+        target: b"/ws/payload",
+        argv: &[b"payload"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "relative workspace ELF",
+        tree: base,
+        policy: WS,
+        target: b"./payload",
+        argv: &[b"payload"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "development allows it",
+        tree: base,
+        policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\n",
+        target: b"/ws/payload",
+        argv: &[b"payload"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "missing",
+        tree: base,
+        policy: WS,
+        target: b"/ws/nothing",
+        argv: &[b"x"],
+        envp: &[],
+        want: Want::Kernel(ENOENT),
+    },
+    Row {
+        what: "workspace script starts through its interpreter",
+        tree: base,
+        policy: WS,
+        target: b"/ws/build.sh",
+        argv: &[b"build.sh", b"a"],
+        envp: &[],
+        want: Want::Launch(&[b"/bin/sh", b"/ws/build.sh", b"a"]),
+    },
+    Row {
+        what: "script naming a workspace ELF",
+        tree: base,
+        policy: WS,
+        target: b"/ws/evil.sh",
+        argv: &[b"evil.sh"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "workspace symlink to a system program: canonical name",
+        tree: base,
+        policy: WS,
+        target: b"/ws/link",
+        argv: &[b"link"],
+        envp: &[],
+        want: Want::ExecAs(b"/usr/bin/ls"),
+    },
+    Row {
+        what: "relative name through the workspace: canonical name",
+        tree: base,
+        policy: WS,
+        target: b"link",
+        argv: &[b"link"],
+        envp: &[],
+        want: Want::ExecAs(b"/usr/bin/ls"),
+    },
+    Row {
+        what: "system symlink: the caller's own name",
+        tree: base,
+        policy: WS,
+        target: b"/bin/sh",
+        argv: &[b"sh"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "LD_PRELOAD from the workspace",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[b"LD_PRELOAD=/ws/evil.so"],
+        want: Want::Deny(Reason::PreloadMutable),
+    },
+    Row {
+        what: "the last LD_PRELOAD counts too",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[b"LD_PRELOAD=", b"LD_PRELOAD=/ws/evil.so"],
+        want: Want::Deny(Reason::PreloadMutable),
+    },
+    Row {
+        what: "GCONV_PATH in the workspace",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[b"GCONV_PATH=/ws"],
+        want: Want::Deny(Reason::LibraryPathMutable),
+    },
+    Row {
+        what: "LD_ORIGIN_PATH in the workspace",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[b"LD_ORIGIN_PATH=/ws"],
+        want: Want::Deny(Reason::LibraryPathMutable),
+    },
+    Row {
+        what: "data variables name the workspace freely",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[b"TMPDIR=/tmp", b"LOCPATH=/ws", b"NLSPATH=/ws"],
+        want: Want::Allow,
+    },
+    Row {
+        what: "valgrind of a workspace ELF",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/valgrind",
+        argv: &[b"valgrind", b"-q", b"./payload"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "valgrind of a system program",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/valgrind",
+        argv: &[b"valgrind", b"/usr/bin/ls", b"/ws/payload"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "own_loaders = [] names none",
+        tree: base,
+        policy: "version = 1\nworkspace = \"/ws\"\nown_loaders = []\n",
+        target: b"/usr/bin/valgrind",
+        argv: &[b"valgrind", b"./payload"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "allow-list",
+        tree: base,
+        policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"dash\"]\n",
+        target: b"/usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[],
+        want: Want::Deny(Reason::CommandNotAllowed),
+    },
+    Row {
+        what: "a program the user can replace, unsealed",
+        tree: writable_opt,
+        policy: WS,
+        target: b"/opt/tool",
+        argv: &[b"tool"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "the same for root: only the write set",
+        tree: writable_opt_root,
+        policy: WS,
+        target: b"/opt/tool",
+        argv: &[b"tool"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "the same sealed: the kernel's partition",
+        tree: writable_opt,
+        policy: "version = 1\nworkspace = \"/ws\"\nseal = true\n",
+        target: b"/opt/tool",
+        argv: &[b"tool"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "a program in a directory the user owns, write bits off, unsealed",
+        tree: owned_opt,
+        policy: WS,
+        target: b"/opt/tool",
+        argv: &[b"tool"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "the same for root: only the write set",
+        tree: owned_opt_root,
+        policy: WS,
+        target: b"/opt/tool",
+        argv: &[b"tool"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "the same sealed",
+        tree: owned_opt,
+        policy: "version = 1\nworkspace = \"/ws\"\nseal = true\n",
+        target: b"/opt/tool",
+        argv: &[b"tool"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "a `..` after a directory in the write set: handed by its kernel name",
+        tree: ws_tricks,
+        policy: WS,
+        target: b"/ws/x/../../usr/bin/ls",
+        argv: &[b"ls"],
+        envp: &[],
+        want: Want::ExecAs(b"/usr/bin/ls"),
+    },
+    Row {
+        what: "allow-list: a symlink the session made, named after an allowed command",
+        tree: ws_tricks,
+        policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"ls\"]\n",
+        target: b"/ws/ls",
+        argv: &[b"ls"],
+        envp: &[],
+        want: Want::Deny(Reason::CommandNotAllowed),
+    },
+    Row {
+        what: "allow-list: a name through symlinks outside the write set counts",
+        tree: ws_tricks,
+        policy: "version = 1\nworkspace = \"/ws\"\nallow_commands = [\"sh\"]\n",
+        target: b"/bin/sh",
+        argv: &[b"sh"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "empty argv",
+        tree: base,
+        policy: WS,
+        target: b"/usr/bin/ls",
+        argv: &[],
+        envp: &[],
+        want: Want::Deny(Reason::ArgvEmpty),
+    },
+];
+
+/// What the engine answered for `row`, in the row's terms (`None`: as wanted).
+fn mismatch(row: &Row) -> Option<std::string::String> {
+    let mut sys = MemSys::new();
+    (row.tree)(&mut sys);
+    let policy = Policy::parse(row.policy.as_bytes()).unwrap();
+    let ctx = Context {
+        policy: &policy,
+        runtimes: &RuntimeIds::NONE,
+        self_lib: None,
+        memo: None,
+    };
+    let req = Request {
+        target: Target::Path(row.target),
+        given_name: None,
+        argv: row.argv,
+        envp: row.envp,
+    };
+    let mut exec_as = ExecName::new();
+    let mut launch = None;
+    let verdict = decide_launch(&mut sys, &ctx, &req, &mut exec_as, &mut launch);
+    let launch: Option<Vec<Vec<u8>>> = launch.map(|l| l.argv().map(<[u8]>::to_vec).collect());
+    let ok = match (&row.want, &verdict) {
+        (Want::Allow, Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes().is_empty(),
+        (Want::Launch(w), Verdict::Allow(_)) => launch
+            .as_ref()
+            .is_some_and(|l| l.iter().map(Vec::as_slice).eq(w.iter().copied())),
+        (Want::ExecAs(w), Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes() == *w,
+        (Want::Deny(r), Verdict::Deny { reason, .. }) => r == reason,
+        (Want::Kernel(e), Verdict::Kernel(k)) => e == k,
+        _ => false,
+    };
+    (!ok).then(|| {
+        std::format!(
+            "{}: want {:?}, got {verdict:?}, launch {launch:?}, exec as {:?}",
+            row.what,
+            row.want,
+            crate::text::Lossy(exec_as.as_bytes())
+        )
+    })
+}
+
+#[test]
+fn every_rule_row() {
+    let failed: Vec<_> = ROWS.iter().filter_map(mismatch).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+#[test]
+fn the_double_records_every_call() {
+    let mut sys = MemSys::new();
+    base(&mut sys);
+    let policy = Policy::parse(WS.as_bytes()).unwrap();
+    let ctx = Context {
+        policy: &policy,
+        runtimes: &RuntimeIds::NONE,
+        self_lib: None,
+        memo: None,
+    };
+    let req = Request {
+        target: Target::Path(b"/usr/bin/ls"),
+        given_name: None,
+        argv: &[&b"ls"[..]][..],
+        envp: &[][..],
+    };
+    assert!(decide(&mut sys, &ctx, &req).is_allow());
+    // Unsealed and not root: the permission walk asked the kernel about the file and
+    // every directory, and who owns each (its owner could make it writable).
+    for p in ["/usr/bin/ls", "/usr/bin", "/usr", "/"] {
+        for call in ["may_write", "stat"] {
+            assert!(
+                sys.calls.iter().any(|c| *c == std::format!("{call} {p}")),
+                "{call} {p}: {:?}",
+                sys.calls
+            );
+        }
+    }
+}
+
+/// Decides `target` (argv `[target]`, no environment) `n` times with one memo, and returns
+/// the verdicts and how many times the target was opened.
+fn decide_with_memo(
+    sys: &mut MemSys,
+    policy: &str,
+    target: &[u8],
+    table: &crate::memo::MemoTable,
+    seen: &core::sync::atomic::AtomicU64,
+    n: usize,
+) -> (Vec<Verdict>, usize) {
+    let policy = Policy::parse(policy.as_bytes()).unwrap();
+    let ctx = Context {
+        policy: &policy,
+        runtimes: &RuntimeIds::NONE,
+        self_lib: None,
+        memo: Some(Memo::new(table, Some(seen))),
+    };
+    let argv = [target];
+    let req = Request {
+        target: Target::Path(target),
+        given_name: None,
+        argv: &argv[..],
+        envp: &[][..],
+    };
+    let opened = std::format!("open {}", crate::text::Lossy(target));
+    let count = |sys: &MemSys| sys.calls.iter().filter(|c| **c == opened).count();
+    let before = count(sys);
+    let verdicts = (0..n).map(|_| decide(sys, &ctx, &req)).collect();
+    let opens = count(sys) - before;
+    (verdicts, opens)
+}
+
+const SEALED: &str = "version = 1\nworkspace = \"/ws\"\nseal = true\n";
+
+#[test]
+fn a_sealed_session_remembers_an_immutable_elf_decided_twice_in_a_row() {
+    let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+    let mut sys = MemSys::new();
+    base(&mut sys);
+    let (v, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 5);
+    assert!(v.iter().all(Verdict::is_allow), "{v:?}");
+    // Opened by the first two decisions; the next three asked for a stat only.
+    assert_eq!(opens, 2, "{:?}", sys.calls);
+}
+
+#[test]
+fn a_name_through_symlinks_outside_the_write_set_is_remembered_with_its_kernel_name() {
+    // `/bin/sh` reaches `/usr/bin/dash` through two symlinks; the allow-list names the
+    // kernel's file, so a remembered decision must still know it.
+    for (allow, want_allow) in [("dash", true), ("ls", false)] {
+        let policy = std::format!("{SEALED}allow_commands = [\"{allow}\"]\n");
+        let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+        let mut sys = MemSys::new();
+        base(&mut sys);
+        let (v, _) = decide_with_memo(&mut sys, &policy, b"/bin/sh", &table, &seen, 5);
+        let opened = sys
+            .calls
+            .iter()
+            .filter(|c| *c == "open /usr/bin/dash")
+            .count();
+        assert_eq!(opened, 2, "{:?}", sys.calls);
+        assert!(
+            v.iter().all(|v| v.is_allow() == want_allow),
+            "{allow}: {v:?}"
+        );
+    }
+}
+
+#[test]
+fn a_remembered_file_changed_or_replaced_is_inspected_again() {
+    let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+    let mut sys = MemSys::new();
+    base(&mut sys);
+    let (_, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 3);
+    assert_eq!(opens, 2);
+    // Written or chmod'ed in place: a later change time.
+    sys.touch(b"/usr/bin/ls");
+    let (v, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 1);
+    assert_eq!(opens, 1, "{:?}", sys.calls);
+    assert!(v[0].is_allow());
+    // Replaced by a script whose interpreter is a workspace ELF: decided afresh, refused.
+    let (_, _) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 2);
+    sys.script(b"/usr/bin/ls", b"#!/ws/payload\n");
+    let (v, opens) = decide_with_memo(&mut sys, SEALED, b"/usr/bin/ls", &table, &seen, 1);
+    assert_eq!(opens, 1, "{:?}", sys.calls);
+    assert!(
+        matches!(
+            v[0],
+            Verdict::Deny {
+                reason: Reason::MutableNative,
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn unsealed_sessions_and_mutable_targets_are_never_remembered() {
+    for (policy, target) in [
+        (WS, &b"/usr/bin/ls"[..]),
+        (SEALED, &b"/ws/payload"[..]),
+        (SEALED, &b"../usr/bin/ls"[..]), // relative: another file in another cwd
+        (SEALED, &b"/ws/link"[..]),      // a symlink in the write set
+        (SEALED, &b"/usr/bin/../bin/ls"[..]), // not a normal name
+        (SEALED, &b"/usr//bin/ls"[..]),
+    ] {
+        let (table, seen) = (crate::memo::MemoTable::new(), Default::default());
+        let mut sys = MemSys::new();
+        base(&mut sys);
+        let opens = |sys: &MemSys| sys.calls.iter().filter(|c| c.starts_with("open ")).count();
+        decide_with_memo(&mut sys, policy, target, &table, &seen, 1);
+        let first = opens(&sys);
+        decide_with_memo(&mut sys, policy, target, &table, &seen, 3);
+        // Opened as often by every later decision as by the first.
+        assert!(first > 0, "{}: {:?}", crate::text::Lossy(target), sys.calls);
+        assert_eq!(
+            opens(&sys),
+            4 * first,
+            "{}: {:?}",
+            crate::text::Lossy(target),
+            sys.calls
+        );
+    }
+}

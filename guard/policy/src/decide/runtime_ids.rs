@@ -1,0 +1,102 @@
+//! The protected runtimes and their wrappers, identified once per process ([`RuntimeIds`]).
+
+use crate::path::is_under;
+use crate::policy::{Policy, MAX_RUNTIMES};
+use crate::sys::{FileInfo, Sys};
+
+/// Device and inode of every protected runtime and its wrapper, resolved once per process.
+/// A runtime `path` that is a directory protects every file beneath it (all of git's exec-path
+/// copies, whatever their inodes).
+#[derive(Clone, Copy, Debug)]
+pub struct RuntimeIds {
+    runtime: [Option<FileId>; MAX_RUNTIMES],
+    wrapper: [Option<FileId>; MAX_RUNTIMES],
+    n: usize,
+}
+
+/// What [`RuntimeIds`] keeps of a file: its identity, and whether it is a directory (the
+/// cache holds 64 of them, so no more).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FileId {
+    dev: u64,
+    ino: u64,
+    dir: bool,
+}
+
+impl FileId {
+    fn of(info: FileInfo) -> Self {
+        FileId {
+            dev: info.dev,
+            ino: info.ino,
+            dir: info.is_dir(),
+        }
+    }
+
+    fn is(&self, file: &FileInfo) -> bool {
+        self.dev == file.dev && self.ino == file.ino
+    }
+}
+
+impl RuntimeIds {
+    pub const NONE: RuntimeIds = RuntimeIds {
+        runtime: [None; MAX_RUNTIMES],
+        wrapper: [None; MAX_RUNTIMES],
+        n: 0,
+    };
+
+    /// Stats every runtime and wrapper path; a missing file protects (or approves) nothing.
+    pub fn resolve<S: Sys>(sys: &mut S, policy: &Policy<'_>) -> Self {
+        let mut ids = Self::NONE;
+        for (i, rt) in policy.runtimes().enumerate() {
+            ids.runtime[i] = sys.stat(rt.path).ok().map(FileId::of);
+            ids.wrapper[i] = sys.stat(rt.wrapper).ok().map(FileId::of);
+            ids.n = i + 1;
+        }
+        ids
+    }
+
+    fn matches(id: &Option<FileId>, rt_path: &[u8], file: &FileInfo, kpath: &[u8]) -> bool {
+        match id {
+            Some(dir) if dir.dir => {
+                file.is_regular() && kpath.len() > rt_path.len() && is_under(kpath, rt_path)
+            }
+            Some(r) => r.is(file),
+            None => false,
+        }
+    }
+
+    /// Which runtime entry is this file (`kpath`: the kernel's name for it), if any?
+    pub fn runtime_of(&self, policy: &Policy<'_>, file: &FileInfo, kpath: &[u8]) -> Option<usize> {
+        policy
+            .runtimes()
+            .zip(&self.runtime[..self.n])
+            .position(|(rt, id)| Self::matches(id, rt.path, file, kpath))
+    }
+
+    /// Does any runtime called `name` protect a whole directory?
+    pub(super) fn has_dir(&self, policy: &Policy<'_>, name: &[u8]) -> bool {
+        policy
+            .runtimes()
+            .zip(&self.runtime[..self.n])
+            .any(|(rt, id)| rt.name == name && id.is_some_and(|d| d.dir))
+    }
+
+    /// May a process running `caller` (its kernel name: `caller_path`) start a runtime called
+    /// `name`? Its wrapper may, and so may the runtime itself (git starting git).
+    pub fn caller_may_start(
+        &self,
+        policy: &Policy<'_>,
+        name: &[u8],
+        caller: &FileInfo,
+        caller_path: &[u8],
+    ) -> bool {
+        policy
+            .runtimes()
+            .zip(self.runtime[..self.n].iter().zip(&self.wrapper[..self.n]))
+            .any(|(rt, (id, wrapper))| {
+                rt.name == name
+                    && (wrapper.is_some_and(|w| w.is(caller))
+                        || Self::matches(id, rt.path, caller, caller_path))
+            })
+    }
+}
