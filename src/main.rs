@@ -1,13 +1,6 @@
 //! `execguard`: run commands under the exec guard, explain its decisions, check a machine.
 
-mod carry;
 mod commands;
-mod exec;
-mod input;
-mod paths;
-mod session;
-mod start;
-mod toolchain;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

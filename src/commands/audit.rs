@@ -1,7 +1,6 @@
 //! `execguard audit`: summarise an audit log (one record per line, the schema of
 //! `execguard_policy::audit`), surviving what a crash or a full disk leaves behind.
 
-use crate::session;
 use anyhow::{bail, Context as _, Result};
 use execguard_policy::audit::RECORD_MAX;
 use std::collections::BTreeMap;
@@ -131,17 +130,18 @@ fn tally(mut reader: impl BufRead) -> std::io::Result<Tally> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let file = match args.file {
         Some(f) => f,
-        None => match session::policy_in_force()? {
+        None => match execguard_session::policy_text::policy_in_force()? {
             Some(loaded) => match loaded.policy().audit_log() {
                 Some(p) => PathBuf::from(std::ffi::OsStr::from_bytes(p)),
                 None => bail!("the policy in force names no audit_log: name the audit log"),
             },
             // Outside a session: the log `execguard run` keeps by default.
-            None => crate::start::default_audit_log()?,
+            None => execguard_session::preflight::default_audit_log()?,
         },
     };
     let reader = std::io::BufReader::new(
-        crate::input::open_regular(&file).map_err(|e| anyhow::anyhow!("audit_unreadable: {e}"))?,
+        execguard_session::input::open_regular(&file)
+            .map_err(|e| anyhow::anyhow!("audit_unreadable: {e}"))?,
     );
     let t = tally(reader).with_context(|| format!("audit_unreadable: {}", file.display()))?;
     let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();

@@ -8,14 +8,13 @@
 //!
 //! Exit status: 0 allowed, 1 refused, 2 usage or policy error.
 
-use crate::exec::{decide_command, lossy};
-use crate::session;
-use crate::toolchain::{self, Tool};
 use anyhow::{bail, Result};
 use execguard_container::{check_provider_args, Agent, Autonomy};
 use execguard_load::Loaded;
 use execguard_load::Source;
 use execguard_policy::{Profile, Reason, Verdict};
+use execguard_session::launch::{decide_command, lossy};
+use execguard_session::runtimes::Tool;
 use execguard_wrappers::env::EnvView;
 use execguard_wrappers::runtime::WrapperPolicy;
 use execguard_wrappers::{FileConfig, GitContext, Refusal};
@@ -59,10 +58,10 @@ fn parse_autonomy(s: &str) -> Result<Autonomy, String> {
 
 fn policy_for(args: &Args) -> Result<Loaded> {
     if let Some(path) = &args.policy {
-        return session::policy_file(path);
+        return execguard_session::policy_text::policy_file(path);
     }
     if args.workspace.is_none() {
-        if let Some(loaded) = session::policy_in_force()? {
+        if let Some(loaded) = execguard_session::policy_text::policy_in_force()? {
             return Ok(loaded);
         }
     }
@@ -70,14 +69,14 @@ fn policy_for(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
-    let workspace = crate::start::check_workspace(&workspace)?;
+    let workspace = execguard_session::preflight::check_workspace(&workspace)?;
     let profile = args.profile.unwrap_or(Profile::Strict);
-    let text = session::discovered_default_policy(
+    let text = execguard_session::policy_text::discovered_default_policy(
         &workspace,
         profile,
         None,
         true,
-        &session::ExecDirChoice::default(),
+        &execguard_session::exec_dirs::ExecDirChoice::default(),
     )?;
     Ok(Loaded {
         source: Source::Environment,
@@ -96,7 +95,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     // A bare `git` or `node` is the wrapper in a session whose policy protects that tool.
     let program = args.command[0].as_os_str();
-    if let Some(tool) = toolchain::TOOLS.into_iter().find(|t| program == t.name) {
+    if let Some(tool) = execguard_session::runtimes::TOOLS
+        .into_iter()
+        .find(|t| program == t.name)
+    {
         let wp = WrapperPolicy::from_loaded(&loaded);
         if let Some(rt) = wp.real_binary(tool.name) {
             let rt = rt.clone();
@@ -121,7 +123,7 @@ fn wrapper(
     let rest = &args.command[1..];
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let cwd = std::env::current_dir()?;
-    let outcome: Result<Vec<OsString>, Refusal> = if tool == toolchain::GIT {
+    let outcome: Result<Vec<OsString>, Refusal> = if tool == execguard_session::runtimes::GIT {
         let reader = FileConfig::from_env(&EnvView::new(&env));
         let ctx = GitContext {
             reader: &reader,
@@ -185,7 +187,8 @@ fn provider(args: &Args, agent: Agent) -> Result<ExitCode> {
     }
     let profile = match args.profile {
         Some(p) => p,
-        None => session::policy_in_force()?.map_or(Profile::Strict, |l| l.profile),
+        None => execguard_session::policy_text::policy_in_force()?
+            .map_or(Profile::Strict, |l| l.profile),
     };
     let autonomy = args.autonomy.unwrap_or(Autonomy::Prompt);
     let outcome = check_provider_args(agent, profile, autonomy, &args.command);
@@ -237,7 +240,7 @@ fn provider_detail(r: &execguard_container::ProviderRefusal) -> String {
 /// The guard's decision for any other command.
 fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
     let policy = loaded.policy();
-    let self_lib = session::guard_library().ok();
+    let self_lib = execguard_session::runtimes::guard_library().ok();
     let self_lib_bytes = self_lib
         .as_ref()
         .map(|p| std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()));
@@ -287,7 +290,7 @@ fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
     } else {
         println!("deny {}: {path}\n  {}", reason.code(), reason.describe());
     }
-    let p = session::partition(&policy);
+    let p = execguard_session::seal::partition(&policy);
     let list = |v: &[PathBuf]| {
         v.iter()
             .map(|p| p.display().to_string())
@@ -318,7 +321,7 @@ fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
 
 /// The partition the policy describes (docs/write-set.md), both sides.
 fn partition_json(policy: &execguard_policy::Policy) -> serde_json::Value {
-    let p = session::partition(policy);
+    let p = execguard_session::seal::partition(policy);
     serde_json::json!({
         "sealed": policy.seal(),
         "write_set": p.write_set,

@@ -1,6 +1,5 @@
 //! `execguard doctor`: what protects this process and this machine, and what does not.
 
-use crate::session;
 use anyhow::Result;
 use execguard_seal::{Assurance, MountReport, Partition};
 use std::os::unix::fs::PermissionsExt;
@@ -150,7 +149,7 @@ fn static_programs_on_path() -> Vec<PathBuf> {
         };
         for e in entries.flatten() {
             let p = e.path();
-            let Ok(real) = crate::paths::canonical(&p) else {
+            let Ok(real) = execguard_session::paths::canonical(&p) else {
                 continue;
             };
             let Ok(meta) = real.metadata() else { continue };
@@ -170,14 +169,16 @@ fn static_programs_on_path() -> Vec<PathBuf> {
 }
 
 fn guard_mapped() -> bool {
-    std::fs::read_to_string("/proc/self/maps")
-        .is_ok_and(|m| m.lines().any(|l| l.ends_with(session::LIB_NAME)))
+    std::fs::read_to_string("/proc/self/maps").is_ok_and(|m| {
+        m.lines()
+            .any(|l| l.ends_with(execguard_session::runtimes::LIB_NAME))
+    })
 }
 
 /// The partition of the policy in force, or the built-in write set without one.
 fn partition_of(loaded: Option<&execguard_load::Loaded>) -> Partition {
     match loaded {
-        Some(l) => session::partition(&l.policy()),
+        Some(l) => execguard_session::seal::partition(&l.policy()),
         None => Partition::new(
             execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
                 .iter()
@@ -188,7 +189,7 @@ fn partition_of(loaded: Option<&execguard_load::Loaded>) -> Partition {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.json {
-        let loaded = session::policy_in_force()?;
+        let loaded = execguard_session::policy_text::policy_in_force()?;
         let observed = observe(
             &partition_of(loaded.as_ref()),
             loaded.as_ref().map(|l| l.policy().profile()),
@@ -210,12 +211,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "  /etc/ld.so.preload: absent (host mode: only `execguard run` sessions are guarded)"
         ),
     }
-    match session::guard_library() {
+    match execguard_session::runtimes::guard_library() {
         Ok(p) => println!("  library: {}", p.display()),
         Err(e) => println!("  library: not found ({e})"),
     }
     println!("policy");
-    let loaded = match session::policy_in_force() {
+    let loaded = match execguard_session::policy_text::policy_in_force() {
         Ok(Some(l)) => Some(l),
         Ok(None) => {
             println!("  none in force (no /etc/execguard/policy.toml, no EXECGUARD_POLICY): the guard would refuse every exec");

@@ -135,7 +135,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
                 None => std::env::current_dir()?,
             };
             let launch = docker::prepare(docker::RunRequest {
-                workspace: Some(crate::start::check_workspace(&workspace)?),
+                workspace: Some(execguard_session::preflight::check_workspace(&workspace)?),
                 profile: args.profile,
                 agent: args.agent,
                 autonomy: args.autonomy,

@@ -1,6 +1,5 @@
 //! `execguard policy validate|default`.
 
-use crate::session;
 use anyhow::Result;
 use execguard_policy::{Policy, Profile};
 use std::path::PathBuf;
@@ -36,12 +35,12 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             };
             print!(
                 "{}",
-                session::discovered_default_policy(
+                execguard_session::policy_text::discovered_default_policy(
                     &workspace,
                     profile,
                     audit.as_deref(),
                     profile != Profile::Breakglass,
-                    &session::ExecDirChoice::default(),
+                    &execguard_session::exec_dirs::ExecDirChoice::default(),
                 )?
             );
             Ok(ExitCode::SUCCESS)
@@ -50,9 +49,9 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 }
 
 fn validate(file: &std::path::Path) -> Result<ExitCode> {
-    let text = match crate::input::read_policy(file) {
+    let text = match execguard_session::input::read_policy(file) {
         Ok(t) => t,
-        Err(e @ crate::input::InputError::Unreadable(..)) => return Err(e.into()),
+        Err(e @ execguard_session::input::InputError::Unreadable(..)) => return Err(e.into()),
         Err(e) => {
             eprintln!("execguard: policy_invalid: {e}");
             return Ok(ExitCode::from(1));
@@ -72,7 +71,7 @@ fn validate(file: &std::path::Path) -> Result<ExitCode> {
         let p = std::path::Path::new(std::ffi::OsStr::new(
             std::str::from_utf8(root).unwrap_or_default(),
         ));
-        if let Ok(real) = crate::paths::canonical(p) {
+        if let Ok(real) = execguard_session::paths::canonical(p) {
             if real != p {
                 eprintln!("execguard: policy_invalid: {}: mutable root {} resolves to {}: name the canonical path", file.display(), p.display(), real.display());
                 problems += 1;

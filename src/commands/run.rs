@@ -3,13 +3,11 @@
 //! `git` and `node` are the wrappers (a per-session shim first on `PATH`, and a
 //! `GIT_EXEC_PATH` shim for git's hooks), and the real binaries are protected runtimes.
 
-use crate::exec::{decide_command, lossy};
-use crate::session::{self, guard_library};
-use crate::start;
-use crate::toolchain;
 use anyhow::{bail, Result};
 use execguard_load::{Loaded, Source, POLICY_ENV};
 use execguard_policy::{Profile, Verdict};
+use execguard_session::launch::{decide_command, lossy};
+use execguard_session::runtimes::guard_library;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -66,9 +64,9 @@ pub fn parse_profile(s: &str) -> Result<Profile, String> {
 /// (it cannot be overridden from here), or the embedded default.
 fn session_policy(args: &Args) -> Result<Loaded> {
     if let Some(path) = &args.policy {
-        return session::policy_file(path);
+        return execguard_session::policy_text::policy_file(path);
     }
-    if let Some(loaded) = session::policy_in_force()? {
+    if let Some(loaded) = execguard_session::policy_text::policy_in_force()? {
         if let Source::System(path) = &loaded.source {
             if args.workspace.is_some() || args.profile.is_some() || args.audit.is_some() {
                 bail!("policy_untrusted: the system policy {} is in force and cannot be changed by execguard run", path.display());
@@ -80,20 +78,20 @@ fn session_policy(args: &Args) -> Result<Loaded> {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
     };
-    let workspace = start::check_workspace(&workspace)?;
+    let workspace = execguard_session::preflight::check_workspace(&workspace)?;
     let audit = match &args.audit {
         Some(a) => a.clone(),
-        None => start::default_audit_log()?,
+        None => execguard_session::preflight::default_audit_log()?,
     };
     let profile = args.profile.unwrap_or(Profile::Strict);
     // Breakglass has no partition (recorded in its profile); every other session is sealed.
     let seal = profile != Profile::Breakglass && seal_available(args.allow_unsealed)?;
-    let text = session::discovered_default_policy(
+    let text = execguard_session::policy_text::discovered_default_policy(
         &workspace,
         profile,
         Some(&audit),
         seal,
-        &session::ExecDirChoice {
+        &execguard_session::exec_dirs::ExecDirChoice {
             add: args.exec_dir.clone(),
             remove: args.no_exec_dir.clone(),
             record: true,
@@ -123,11 +121,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let loaded = session_policy(&args)?;
     let policy = loaded.policy();
     if let Some(log) = policy.audit_log() {
-        start::check_audit_log(&policy, log)?;
+        execguard_session::preflight::check_audit_log(&policy, log)?;
         // Opened there with no link as its last component, in a canonical directory.
-        crate::paths::remember_canonical(std::path::Path::new(std::ffi::OsStr::from_bytes(log)));
+        execguard_session::paths::remember_canonical(std::path::Path::new(
+            std::ffi::OsStr::from_bytes(log),
+        ));
         if args.audit.is_none() && args.policy.is_none() && loaded.source == Source::Environment {
-            start::announce_default_log(log);
+            execguard_session::preflight::announce_default_log(log);
         }
     }
     let lib = guard_library()?;
@@ -145,9 +145,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Host mode (the embedded default or --policy): put the wrappers of the policy's runtimes
     // in front. Under the system policy the image has installed them already.
     if args.policy.is_some() || loaded.source == Source::Environment {
-        let plan = toolchain::shim_plan(&policy)?;
+        let plan = execguard_session::shims::shim_plan(&policy)?;
         for (tool, wrapper) in &plan.wrappers {
-            let canonical = crate::paths::canonical(wrapper).map_err(|e| {
+            let canonical = execguard_session::paths::canonical(wrapper).map_err(|e| {
                 anyhow::anyhow!("the {} wrapper {}: {e}", tool.name, wrapper.display())
             })?;
             if let Some(root) = policy.mutable_root_of(canonical.as_os_str().as_bytes()) {
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
         if !plan.wrappers.is_empty() {
-            toolchain::create_shim(&plan, &policy)?.apply(&mut env);
+            execguard_session::shims::create_shim(&plan, &policy)?.apply(&mut env);
         }
     }
     let mut preload = lib.clone().into_os_string();
@@ -188,8 +188,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             lossy(path.as_bytes())
         );
     }
-    if start::audit_first_command(&policy, &decision.verdict, &args.command, &decision.target)
-        .is_err()
+    if execguard_session::preflight::audit_first_command(
+        &policy,
+        &decision.verdict,
+        &args.command,
+        &decision.target,
+    )
+    .is_err()
     {
         return Ok(ExitCode::from(126));
     }
@@ -210,14 +215,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
     execguard_seal::test_hooks_at("partition");
-    let partition = session::partition(&policy);
+    let partition = execguard_session::seal::partition(&policy);
     let mut carry = None;
     if host && policy.profile() == Profile::Strict {
         let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
         let log = policy
             .audit_log()
             .map(|l| std::path::Path::new(std::ffi::OsStr::from_bytes(l)));
-        carry = Some(toolchain::supervise_repository(
+        carry = Some(execguard_session::supervisor::supervise_repository(
             workspace,
             log,
             policy.profile(),
@@ -227,7 +232,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
-        let report = session::seal(&policy, &partition, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
+        let report = execguard_session::seal::seal(&policy, &partition, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
             execguard_seal::SealError::Noexec { .. }
             | execguard_seal::SealError::NamespaceUnfinished { .. } => anyhow::anyhow!(
                 "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"
@@ -239,7 +244,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 eprintln!("execguard: {line}");
             }
         }
-        session::record_assurance(&policy, true, &report.assurance.to_string(), &args.command)?;
+        execguard_session::assurance::record_assurance(
+            &policy,
+            true,
+            &report.assurance.to_string(),
+            &args.command,
+        )?;
     } else if host {
         let why = if policy.profile() == Profile::Breakglass {
             "reduced:breakglass"
@@ -249,19 +259,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if args.verbose {
             eprintln!("execguard: assurance: {why}");
         }
-        session::record_assurance(&policy, false, why, &args.command)?;
+        execguard_session::assurance::record_assurance(&policy, false, why, &args.command)?;
     }
     // A mutable script starts through its interpreter with the argv the kernel would have
     // built (under the seal the kernel refuses the script itself; unsealed, a swap after the
     // decision must change nothing), as the guard does for every later exec.
     let (program, arg0, rest): (OsString, OsString, Vec<OsString>) = match decision.launch {
         Some((program, argv)) => {
-            let mut argv = argv.into_iter().map(crate::exec::os);
+            let mut argv = argv.into_iter().map(execguard_session::launch::os);
             let arg0 = argv.next().unwrap_or_default();
-            (crate::exec::os(program), arg0, argv.collect())
+            (execguard_session::launch::os(program), arg0, argv.collect())
         }
         None => (
-            crate::exec::os(decision.program.clone()),
+            execguard_session::launch::os(decision.program.clone()),
             args.command[0].clone(),
             args.command[1..].to_vec(),
         ),

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// carry the pid, and the file outlives the session, so a refusal a caller swallowed still
 /// leaves a trace.
 pub fn default_audit_log() -> Result<PathBuf> {
-    Ok(crate::toolchain::shim_base()?.join("audit.jsonl"))
+    Ok(crate::runtime_dir::shim_base()?.join("audit.jsonl"))
 }
 
 /// The start line naming the default log, on a terminal only: scripts and agents that read a
@@ -74,7 +74,7 @@ pub fn audit_first_command(
     verdict: &Verdict,
     command: &[OsString],
     target: &[u8],
-) -> std::result::Result<(), ()> {
+) -> std::result::Result<(), FirstCommandUnaudited> {
     let Some(log) = policy.audit_log() else {
         return Ok(());
     };
@@ -101,7 +101,18 @@ pub fn audit_first_command(
             Reason::AuditUnwritable.code(),
             String::from_utf8_lossy(log)
         );
+        FirstCommandUnaudited {
+            log: String::from_utf8_lossy(log).into_owned(),
+        }
     })
+}
+
+/// The record of the session's first command was due and could not be written (said on
+/// stderr already, as the guard says it).
+#[derive(Debug, thiserror::Error)]
+#[error("failed to append the first command's record to the audit log {log}")]
+pub struct FirstCommandUnaudited {
+    pub log: String,
 }
 
 /// The home directory of a password-database entry, if any.

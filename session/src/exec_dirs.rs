@@ -1,0 +1,536 @@
+//! The exec dirs of a host session and the sides of its partition (docs/write-set.md):
+//! `$HOME` joins the write set, the directories of programs inside it stay executable and
+//! read-only, as the operator's record (`~/.config/execguard/exec-dirs`) names them.
+
+use anyhow::{bail, Context as _, Result};
+use std::path::{Path, PathBuf};
+
+/// What a host session adds to the partition (docs/write-set.md): `$HOME` to the write set,
+/// and the exec dirs, the directories inside it that the session runs programs from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostSides {
+    pub mutable_roots: Vec<PathBuf>,
+    pub exec_dirs: Vec<PathBuf>,
+    /// The exec dirs found on `PATH`, `LD_LIBRARY_PATH` and among the toolchains, before the
+    /// user's `--exec-dir`/`--no-exec-dir` (what a first run records).
+    pub discovered: Vec<PathBuf>,
+    /// Found, but not in the operator's record: written, never run.
+    pub unrecorded: Vec<PathBuf>,
+    /// Regular files the session inherits open for writing (a redirected `>log`, `3>out`):
+    /// the session writes them, so they join the write set as files.
+    pub inherited_files: Vec<PathBuf>,
+}
+
+/// The user's changes to the discovered exec dirs (`--exec-dir`, `--no-exec-dir`).
+#[derive(Clone, Debug, Default)]
+pub struct ExecDirChoice {
+    pub add: Vec<PathBuf>,
+    pub remove: Vec<PathBuf>,
+    /// Write the operator's record of exec dirs when there is none (`execguard run` does;
+    /// `check` and `policy default` only show what a run would use).
+    pub record: bool,
+}
+
+/// The toolchain directories under `$HOME` that hold programs a session runs.
+pub const HOME_TOOLCHAINS: [&str; 6] = [
+    ".cargo/bin",
+    ".rustup",
+    ".nvm",
+    ".local/bin",
+    ".local/pipx",
+    ".pyenv",
+];
+
+/// The host's sides: `$HOME` (canonical) is in the write set; the exec dirs are every
+/// directory on `PATH` and `LD_LIBRARY_PATH`, the toolchains of [`HOME_TOOLCHAINS`], and the
+/// directories of the guard library and the wrappers, that exist and lie in `$HOME` but not
+/// in the workspace (what a session wrote there must not become a program), then the user's
+/// changes. An exec dir inside another one is dropped (the outer one covers it).
+pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
+    let mut sides = host_dirs(workspace, choice)?;
+    sides.inherited_files = crate::inherited::inherited_writable_files()?;
+    Ok(sides)
+}
+
+/// Refuses a `$HOME` reached through a link that lies where sessions write (`/tmp/h ->
+/// /home/me`, or one in the workspace): a session could point it at a home of its own making,
+/// with an exec-dir record of its choosing, for the next session. Each link on the way is
+/// judged where it really is (`/home/me/../../tmp/h` is in `/tmp`).
+fn check_home_path(workspace: &Path) -> Result<()> {
+    let Some(given) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Ok(());
+    };
+    if !given.is_absolute() {
+        bail!(
+            "home_untrusted: $HOME ({}) is not an absolute path; set HOME to the directory itself",
+            given.display()
+        );
+    }
+    let mut at = PathBuf::new();
+    for part in given.components() {
+        at.push(part);
+        if !std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            continue;
+        }
+        let (Some(dir), Some(name)) = (at.parent(), at.file_name()) else {
+            continue;
+        };
+        // Where the link is now: asked afresh, not remembered.
+        let place = dir
+            .canonicalize()
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name);
+        if place.starts_with(workspace) || in_builtin_root(&place) {
+            bail!(
+                "home_untrusted: $HOME ({}) is reached through the link {}, which sessions can change; set HOME to the directory itself",
+                given.display(),
+                place.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Does `path` lie in one of the roots every session writes (`/tmp`, `/var/tmp`, ...)?
+pub(crate) fn in_builtin_root(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+        .iter()
+        .any(|r| path.starts_with(std::ffi::OsStr::from_bytes(r)))
+}
+
+/// `$HOME`, canonical, when it names a directory other than `/`.
+pub fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .and_then(|h| crate::paths::canonical(&h).ok())
+        .filter(|h| h != Path::new("/") && h.is_dir())
+}
+
+fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
+    let workspace = crate::paths::canonical(workspace)
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    check_home_path(&workspace)?;
+    let home = home();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for var in ["PATH", "LD_LIBRARY_PATH"] {
+        if let Some(v) = std::env::var_os(var) {
+            candidates.extend(std::env::split_paths(&v).filter(|p| p.is_absolute()));
+        }
+    }
+    if let Some(home) = &home {
+        candidates.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+    }
+    if let Ok(lib) = crate::runtimes::guard_library() {
+        candidates.extend(lib.parent().map(Path::to_path_buf));
+    }
+    for tool in crate::runtimes::TOOLS {
+        if let Ok(w) = crate::runtimes::wrapper_binary(tool) {
+            candidates.extend(w.parent().map(Path::to_path_buf));
+        }
+    }
+    let Some(home) = home else {
+        return sides_from(&workspace, None, &candidates, choice, None);
+    };
+    // Only the exec dirs the operator's record names: a toolchain directory that a session
+    // created (`~/.local/bin`, say) must not become executable for the next session.
+    let record = exec_dir_record(&home);
+    check_record_place(&record, &workspace)?;
+    let recorded = read_exec_dir_record(&record)?;
+    let mut sides = sides_from(
+        &workspace,
+        Some(&home),
+        &candidates,
+        choice,
+        recorded.as_deref(),
+    )?;
+    match &recorded {
+        None if !choice.record => {}
+        None => {
+            write_exec_dir_record(&record, &sides.discovered)?;
+            // Said when there is something to say: a home with no toolchain records nothing.
+            if !sides.discovered.is_empty() {
+                eprintln!(
+                    "execguard: recorded {} exec dir(s) in {}: later sessions run programs from those alone (edit it outside a session to change them)",
+                    sides.discovered.len(),
+                    record.display()
+                );
+            }
+        }
+        Some(_) => {
+            for dir in &sides.unrecorded {
+                eprintln!(
+                    "execguard: notice: {} holds programs but is not in {}: in this session it is written, never run (add it there outside a session)",
+                    dir.display(),
+                    record.display()
+                );
+            }
+        }
+    }
+    // The record itself is read-only to the session, like the exec dirs.
+    if let Some(dir) = record.parent().filter(|d| d.is_dir()) {
+        if !sides.exec_dirs.iter().any(|e| dir.starts_with(e)) {
+            sides.exec_dirs.push(dir.to_path_buf());
+        }
+    }
+    Ok(sides)
+}
+
+/// Where the operator's exec dirs are recorded: `~/.config/execguard/exec-dirs`, one canonical
+/// directory a line. Written by the first `execguard run` (outside any session) with what it
+/// discovered, read-only inside every session.
+pub fn exec_dir_record(home: &Path) -> PathBuf {
+    home.join(".config/execguard/exec-dirs")
+}
+
+/// The recorded exec dirs; `None` when there is no record yet.
+/// The record's directory becomes an exec dir (read-only in sessions): it must be that
+/// directory itself, reached through no symlink (one planted before the first run would make
+/// its target executable), and never inside the workspace.
+fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
+    let Some(dir) = record.parent() else {
+        return Ok(());
+    };
+    // Check the part of the path that exists.
+    let mut existing = dir.to_path_buf();
+    while !existing.exists() {
+        if !existing.pop() {
+            return Ok(());
+        }
+    }
+    // Asked afresh (not remembered): this check is that no link leads there now.
+    let canonical = existing.canonicalize()?;
+    if canonical != existing || std::fs::symlink_metadata(&existing).is_ok_and(|m| !m.is_dir()) {
+        bail!(
+            "exec_dir_record_untrusted: {} is reached through a symlink (to {}); remove the link, execguard run makes the directory itself",
+            existing.display(),
+            canonical.display()
+        );
+    }
+    if dir.starts_with(workspace) {
+        bail!(
+            "exec_dir_record_untrusted: the exec-dir record {} lies in the workspace {}, which the session writes; use a workspace that does not hold ~/.config",
+            record.display(),
+            workspace.display()
+        );
+    }
+    Ok(())
+}
+
+/// The recorded exec dirs that are still the directory the record names; `None` when there
+/// is no record yet. A line may carry the directory's identity (`PATH<TAB>DEV:INO`, as a run
+/// writes it): a directory of that name that is another one now (removed, then made again, say
+/// by a session) does not count. A line without one (added by hand) counts by its name.
+fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
+    use std::os::unix::fs::MetadataExt;
+    let text = match std::fs::read_to_string(record) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!(
+            "exec_dir_record_unreadable: {}: {e}; fix or remove it",
+            record.display()
+        ),
+    };
+    let mut dirs = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (path, id) = match line.split_once('\t') {
+            Some((p, id)) => (PathBuf::from(p), Some(id.trim())),
+            None => (PathBuf::from(line), None),
+        };
+        let now = std::fs::metadata(&path)
+            .ok()
+            .map(|m| format!("{}:{}", m.dev(), m.ino()));
+        match (id, now) {
+            (Some(id), Some(now)) if id != now => eprintln!(
+                "execguard: notice: {} is not the directory {} recorded (it was made again): in this session it is written, never run (record it again outside a session)",
+                path.display(),
+                record.display()
+            ),
+            _ => dirs.push(path),
+        }
+    }
+    Ok(Some(dirs))
+}
+
+fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = record.parent().context("the record has a directory")?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut text = String::from(
+        "# Directories inside $HOME that execguard sessions may run programs from (read-only\n\
+         # inside a session). One canonical path a line, with the directory's identity after a\n\
+         # tab (DEV:INO): the same name made again is not the recorded directory. Written by the\n\
+         # first execguard run; a line added by hand may leave the identity out.\n",
+    );
+    for d in dirs {
+        use std::os::unix::fs::MetadataExt;
+        text.push_str(&d.to_string_lossy());
+        if let Ok(m) = std::fs::metadata(d) {
+            text.push_str(&format!("\t{}:{}", m.dev(), m.ino()));
+        }
+        text.push('\n');
+    }
+    std::fs::write(record, text).with_context(|| format!("cannot write {}", record.display()))
+}
+
+/// [`host_sides`] from its inputs: the canonical workspace and home, and the candidate
+/// directories (unresolved).
+/// `recorded`: the operator's record of exec dirs (`None`: no record yet, every discovered
+/// directory counts); a discovered directory it does not name is left in the write set.
+fn sides_from(
+    workspace: &Path,
+    home: Option<&Path>,
+    candidates: &[PathBuf],
+    choice: &ExecDirChoice,
+    recorded: Option<&[PathBuf]>,
+) -> Result<HostSides> {
+    let mut sides = HostSides::default();
+    sides.mutable_roots.extend(home.map(Path::to_path_buf));
+    check_explicit(&choice.add, workspace, &sides.mutable_roots)?;
+    // The record's own directory (and the shims kept there) is read-only anyway.
+    let record_dir = home.map(exec_dir_record);
+    let record_dir = record_dir.as_deref().and_then(Path::parent);
+    let exec_dir_of_home = |c: &PathBuf| match home {
+        Some(home) => {
+            c.starts_with(home)
+                && c != home
+                // Neither inside the workspace nor holding it: the workspace is never
+                // executable.
+                && !c.starts_with(workspace)
+                && !workspace.starts_with(c)
+                && record_dir.is_none_or(|r| !c.starts_with(r))
+                && c.is_dir()
+        }
+        None => false,
+    };
+    let mut found: Vec<PathBuf> = candidates
+        .iter()
+        .filter_map(|c| crate::paths::canonical(c).ok())
+        .filter(exec_dir_of_home)
+        .collect();
+    found.sort();
+    found.dedup();
+    if let Some(recorded) = recorded {
+        let (kept, unrecorded): (Vec<PathBuf>, Vec<PathBuf>) =
+            found.into_iter().partition(|d| recorded.contains(d));
+        found = kept;
+        sides.unrecorded = unrecorded;
+        // Every recorded directory stays read-only, on this session's PATH or not: left in
+        // the write set here, what the session planted in it would run in the next session
+        // that has it on PATH, and outside sessions.
+        found.extend(
+            recorded
+                .iter()
+                .filter_map(|d| crate::paths::canonical(d).ok())
+                .filter(exec_dir_of_home),
+        );
+        found.sort();
+        found.dedup();
+    }
+    sides.discovered = found.clone();
+    found.extend(canonical_dirs(&choice.add)?);
+    let removed: Vec<PathBuf> = choice
+        .remove
+        .iter()
+        .map(|r| crate::paths::canonical(r).unwrap_or_else(|_| r.clone()))
+        .collect();
+    found.retain(|d| !removed.iter().any(|r| d.starts_with(r)));
+    found.sort();
+    found.dedup();
+    let outer: Vec<PathBuf> = found.clone();
+    found.retain(|d| !outer.iter().any(|o| o != d && d.starts_with(o)));
+    if found.len() > execguard_policy::policy::MAX_ROOTS {
+        bail!(
+            "exec_dirs_too_many: {} exec dirs found, a policy holds at most {}: drop some with --no-exec-dir",
+            found.len(),
+            execguard_policy::policy::MAX_ROOTS
+        );
+    }
+    sides.exec_dirs = found;
+    Ok(sides)
+}
+
+fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    dirs.iter()
+        .map(|d| {
+            crate::paths::canonical(d)
+                .ok()
+                .filter(|c| c.is_dir())
+                .with_context(|| {
+                    format!(
+                        "exec_dir_invalid: --exec-dir {} is not an existing directory",
+                        d.display()
+                    )
+                })
+        })
+        .collect()
+}
+
+/// An explicit exec dir must lie inside the write set (outside it, everything is on the
+/// execute side already), be no root of it, and hold none (the workspace is never executable:
+/// the exec dir's read-only mount and execute right would cover it).
+fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> Result<()> {
+    for d in canonical_dirs(add)? {
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(d.as_os_str());
+        let roots: Vec<&Path> = host_roots
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([workspace])
+            .collect();
+        let in_host = roots.iter().any(|r| d.starts_with(r) && d != *r);
+        let in_builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .any(|r| execguard_policy::path::is_under(bytes, r) && bytes != *r);
+        if !in_host && !in_builtin {
+            bail!("exec_dir_outside_write_set: --exec-dir {} is not inside the write set (a root itself, or outside it, where everything is executable and read-only already)", d.display());
+        }
+        let held = roots
+            .iter()
+            .copied()
+            .find(|r| r.starts_with(&d))
+            .or_else(|| {
+                execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+                    .iter()
+                    .map(|r| {
+                        Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(r))
+                    })
+                    .find(|r| r.starts_with(&d))
+            });
+        if let Some(root) = held {
+            bail!("exec_dir_holds_write_set: --exec-dir {} holds {}, which the session writes; name the directory of programs inside it instead", d.display(), root.display());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The discovery rules, one row each: a candidate becomes an exec dir when it exists and
+    /// lies in `$HOME` (not `$HOME` itself) and not in the workspace; inner ones fold into
+    /// outer ones; the user's additions must lie in the write set; removals win.
+    #[test]
+    fn exec_dirs_are_discovered_by_the_contract() {
+        // Outside the built-in roots (/tmp would put `opt/bin` in the write set): the
+        // checkout, or `$HOME` when the checkout itself is in one (a clone in /tmp).
+        let builtin = |p: &Path| {
+            execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+                .iter()
+                .any(|r| p.starts_with(std::str::from_utf8(r).unwrap()))
+        };
+        let base = [Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))), home()]
+            .into_iter()
+            .flatten()
+            .find(|p| p.canonicalize().is_ok_and(|c| !builtin(&c)))
+            .expect("a directory outside the built-in mutable roots (the checkout or $HOME)");
+        let t = tempfile::tempdir_in(base).unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let ws = home.join("src/app");
+        for d in [
+            ".cargo/bin",
+            ".pyenv/shims",
+            "src/app/node_modules/.bin",
+            "tools/bin",
+        ] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("opt/bin")).unwrap();
+        std::os::unix::fs::symlink(home.join("tools/bin"), home.join("bin-link")).unwrap();
+        let c = |p: &str| root.join(p);
+        /// Candidates, `--exec-dir`, `--no-exec-dir`, and the exec dirs (or the refusal's code).
+        type Row<'a> = (
+            &'a [&'a str],
+            &'a [&'a str],
+            &'a [&'a str],
+            Result<&'a [&'a str], &'a str>,
+        );
+        let rows: &[Row] = &[
+            // A directory holding the workspace would make the workspace executable.
+            (
+                &["home/src", "home/.cargo/bin"],
+                &[],
+                &[],
+                Ok(&["home/.cargo/bin"]),
+            ),
+            (
+                &["home/.cargo/bin", "opt/bin", "home"],
+                &[],
+                &[],
+                Ok(&["home/.cargo/bin"]),
+            ),
+            (
+                &["home/.pyenv", "home/.pyenv/shims"],
+                &[],
+                &[],
+                Ok(&["home/.pyenv"]),
+            ),
+            (&["home/src/app/node_modules/.bin"], &[], &[], Ok(&[])),
+            (&["home/missing/bin"], &[], &[], Ok(&[])),
+            (&["home/bin-link"], &[], &[], Ok(&["home/tools/bin"])),
+            (&["home/.cargo/bin"], &[], &["home/.cargo"], Ok(&[])),
+            (
+                &[],
+                &["home/src/app/node_modules/.bin"],
+                &[],
+                Ok(&["home/src/app/node_modules/.bin"]),
+            ),
+            (&[], &["home/src"], &[], Err("exec_dir_holds_write_set")),
+            (&[], &["opt/bin"], &[], Err("exec_dir_outside_write_set")),
+            (&[], &["home"], &[], Err("exec_dir_outside_write_set")),
+            (&[], &["home/nope"], &[], Err("exec_dir_invalid")),
+        ];
+        for (cands, add, remove, want) in rows {
+            let choice = ExecDirChoice {
+                add: add.iter().map(|p| c(p)).collect(),
+                remove: remove.iter().map(|p| c(p)).collect(),
+                record: false,
+            };
+            let cands: Vec<PathBuf> = cands.iter().map(|p| c(p)).collect();
+            let got = sides_from(&ws, Some(&home), &cands, &choice, None);
+            match (want, got) {
+                (Ok(want), Ok(got)) => {
+                    let want: Vec<PathBuf> = want.iter().map(|p| c(p)).collect();
+                    assert_eq!(got.exec_dirs, want, "{cands:?} {add:?} {remove:?}");
+                    assert_eq!(got.mutable_roots, vec![home.clone()]);
+                }
+                (Err(code), Err(e)) => {
+                    assert!(e.to_string().starts_with(code), "{e}");
+                }
+                (want, got) => panic!("{cands:?} {add:?}: want {want:?}, got {got:?}"),
+            }
+        }
+        // With a record, only what it names: a toolchain directory a session created is found
+        // but stays in the write set.
+        let cands = [c("home/.cargo/bin"), c("home/tools/bin")];
+        let recorded = [c("home/.cargo/bin")];
+        let got = sides_from(
+            &ws,
+            Some(&home),
+            &cands,
+            &ExecDirChoice::default(),
+            Some(&recorded),
+        )
+        .unwrap();
+        assert_eq!(got.exec_dirs, vec![c("home/.cargo/bin")]);
+        assert_eq!(got.unrecorded, vec![c("home/tools/bin")]);
+        // Without a home nothing is discovered.
+        let got = sides_from(
+            &ws,
+            None,
+            &[c("home/.cargo/bin")],
+            &ExecDirChoice::default(),
+            None,
+        );
+        assert_eq!(got.unwrap(), HostSides::default());
+    }
+}

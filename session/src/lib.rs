@@ -1,0 +1,48 @@
+//! The steps of an execguard session's start, one file each, in the order `execguard run`
+//! takes them (the container entrypoint takes the ones it shares with it):
+//!
+//! | file | the step it owns |
+//! |------|------------------|
+//! | [`preflight`] | the checks before anything is built: the workspace is a project directory, the audit log can be written, the default log is announced |
+//! | [`policy_text`] | the session's policy: the embedded default assembled from its parts (or the system policy in force, or `--policy FILE`) |
+//! | [`exec_dirs`] | the sides of a host session's partition: `$HOME` in the write set, the operator's recorded exec dirs inside it |
+//! | [`runtimes`] | the session's binaries: the guard library, the wrappers, the real git and node copies they protect |
+//! | [`runtime_dir`] | the user's private runtime directory, where shims, records and the default audit log live |
+//! | [`shims`] | the per-session shim that puts the wrappers first on `PATH` and in git's exec-path |
+//! | [`inherited`] | the descriptors the session inherits: the files they write, and each opened again through the session's mounts |
+//! | [`carry`] | the channel that carries inherited files' new descriptions to the supervisor and their offsets back |
+//! | [`seal`] | the glue into `execguard_seal`: the partition a policy describes, and sealing this process |
+//! | [`supervisor`] | the process that stays outside a strict host session: fork, signals, reaping, the end |
+//! | [`assurance`] | the start record of what the session is held to |
+//! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
+//! | [`launch`] | the session's first command, decided by the same engine as the guard |
+//!
+//! Support for every step: [`paths`] (canonical names, resolved once per process) and
+//! [`input`] (bounded readers of the files a session start reads).
+
+pub mod assurance;
+pub mod carry;
+pub mod exec_dirs;
+pub mod handback;
+pub mod inherited;
+pub mod input;
+pub mod launch;
+pub mod paths;
+pub mod policy_text;
+pub mod preflight;
+pub mod runtime_dir;
+pub mod runtimes;
+pub mod seal;
+pub mod shims;
+pub mod supervisor;
+
+/// A fresh directory for one unit test, under this process's id.
+#[cfg(test)]
+mod test_dirs {
+    pub fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("eg-tc-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
