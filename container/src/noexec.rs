@@ -30,8 +30,8 @@ impl Mount {
     }
 }
 
-impl From<execguard_seal::mounts::Mount> for Mount {
-    fn from(m: execguard_seal::mounts::Mount) -> Self {
+impl From<execguard_seal::mountinfo::Mount> for Mount {
+    fn from(m: execguard_seal::mountinfo::Mount) -> Self {
         Mount {
             mount_point: m.point,
             options: m.options.split(',').map(str::to_owned).collect(),
@@ -41,7 +41,7 @@ impl From<execguard_seal::mounts::Mount> for Mount {
 
 /// Parses `/proc/self/mountinfo` bytes (the seal's parser: names are bytes, escapes undone).
 pub fn parse_mountinfo(bytes: &[u8]) -> Vec<Mount> {
-    execguard_seal::mounts::parse_mountinfo(bytes)
+    execguard_seal::mountinfo::parse_mountinfo(bytes)
         .into_iter()
         .map(Mount::from)
         .collect()
@@ -112,7 +112,7 @@ pub fn write_set_mounts(
 
 /// Reads `/proc/self/mountinfo`.
 pub fn read_mounts() -> std::io::Result<Vec<Mount>> {
-    Ok(execguard_seal::mounts::read_mountinfo()?
+    Ok(execguard_seal::mountinfo::read_mountinfo()?
         .into_iter()
         .map(Mount::from)
         .collect())
@@ -120,7 +120,7 @@ pub fn read_mounts() -> std::io::Result<Vec<Mount>> {
 
 /// The flags a remount of `m` must give to keep them (the seal's map, from `statvfs`).
 fn mount_flags(m: &Mount) -> std::io::Result<libc::c_ulong> {
-    execguard_seal::mounts::kept_flags(&m.mount_point).map_err(std::io::Error::other)
+    execguard_seal::kept_flags(&m.mount_point).map_err(std::io::Error::other)
 }
 
 /// `mount(source, target, NULL, flags, NULL)`.
@@ -143,7 +143,7 @@ pub(crate) fn mount_call(
         )
     };
     if rc == 0 {
-        execguard_seal::mounts::forget();
+        execguard_seal::mountinfo::forget();
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())

@@ -133,7 +133,7 @@ fn bind(source: &Path, target_fd: &OwnedFd) -> std::io::Result<()> {
         )
     };
     if rc == 0 {
-        execguard_seal::mounts::forget();
+        execguard_seal::mountinfo::forget();
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
@@ -211,7 +211,7 @@ pub fn mask(workspace: &Path, scratch: &Path) -> Result<Vec<&'static str>, Strin
 
 /// Bind-mounts `dir` onto itself and makes that mount read-only.
 fn read_only_onto_itself(dir: &Path) -> std::io::Result<()> {
-    let kept = execguard_seal::mounts::kept_flags(dir).map_err(std::io::Error::other)?;
+    let kept = execguard_seal::kept_flags(dir).map_err(std::io::Error::other)?;
     crate::noexec::mount_call(dir, dir, libc::MS_BIND)?;
     crate::noexec::mount_call(
         Path::new("none"),

@@ -32,7 +32,7 @@ struct Observed {
     no_new_privs: bool,
     mounts: Vec<MountReport>,
     /// Second names of either side (another mount of the same file system).
-    aliases: execguard_seal::mounts::Aliases,
+    aliases: execguard_seal::aliases::Aliases,
     assurance: Assurance,
 }
 
@@ -57,8 +57,9 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
     let no_new_privs = status_field("NoNewPrivs").is_some_and(|v| v == "1");
     let user_namespace = std::fs::read_to_string("/proc/self/uid_map")
         .is_ok_and(|m| m.split_whitespace().collect::<Vec<_>>() != ["0", "0", "4294967295"]);
-    let report = execguard_seal::mounts::report(partition);
-    let aliases = execguard_seal::mounts::aliases(partition, &execguard_seal::mounts::mountinfo());
+    let report = execguard_seal::report::report(partition);
+    let aliases =
+        execguard_seal::aliases::aliases(partition, &execguard_seal::mountinfo::mountinfo());
     let mut reductions = Vec::new();
     match profile {
         Some(execguard_policy::Profile::Strict) => {}

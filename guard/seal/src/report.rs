@@ -2,8 +2,12 @@
 //! assurance that follows. One struct for `execguard doctor`, `execguard run -v` and the
 //! session's start record.
 
+use crate::mount_calls::{flags_of, reach};
+use crate::mountinfo::{forget, table, Lookup, Mount};
+use crate::partition::{beneath, Partition};
 use landlock::{AccessFs, BitFlags};
 use serde::Serialize;
+use std::path::Path;
 use std::path::PathBuf;
 
 /// What the seal enforces for this session.
@@ -17,7 +21,7 @@ pub struct Enforcement {
     pub capabilities_dropped: Vec<String>,
     /// The private mount namespace, when one was made (also when a bind in it then failed:
     /// see its `incomplete`).
-    pub namespace: Option<crate::mounts::Namespace>,
+    pub namespace: Option<crate::namespace::Namespace>,
     /// Each mount of the write set, read back from `/proc/self/mountinfo`.
     pub mounts: Vec<MountReport>,
     pub assurance: Assurance,
@@ -185,4 +189,76 @@ impl Enforcement {
         }
         out
     }
+}
+
+/// Each write-set root's mount, and every mount beneath it, with `noexec` or not. Roots that
+/// do not exist are left out (they get no rule at all).
+pub fn report(partition: &Partition) -> Vec<MountReport> {
+    let mounts = table().unwrap_or_else(|_| Vec::new().into());
+    report_with(partition, &mounts, |m, _| Some(m.noexec())).unwrap_or_default()
+}
+
+/// [`report`] from the table the session's namespace read after its binds, without reading
+/// it again: the remounts since changed only flags, which are asked of each mount itself
+/// (found by its id at the path that reaches it), and the exec-dir binds added mounts only
+/// beneath exec dirs, which the report leaves out. A path that reaches another mount by now
+/// (a directory above it was moved) makes it read the table afresh.
+pub fn report_in(partition: &Partition, after_binds: &[Mount]) -> Vec<MountReport> {
+    let noexec = |m: &Mount, reached: &Path| {
+        let (fd, id) = reach(reached).ok()?;
+        if id != u64::from(m.id) {
+            return None;
+        }
+        Some(flags_of(&fd)? & libc::ST_NOEXEC != 0)
+    };
+    report_with(partition, after_binds, noexec).unwrap_or_else(|| {
+        forget();
+        report(partition)
+    })
+}
+
+/// The report from `mounts`, each mount's `noexec` from `noexec(mount, the path that reaches
+/// it)`; `None` when that cannot say.
+fn report_with(
+    partition: &Partition,
+    mounts: &[Mount],
+    noexec: impl Fn(&Mount, &Path) -> Option<bool>,
+) -> Option<Vec<MountReport>> {
+    let lookup = Lookup::new(mounts);
+    let mut out = Vec::new();
+    for root in &partition.write_set {
+        if !root.exists() {
+            continue;
+        }
+        let mut seen: Vec<&Path> = Vec::new();
+        let covering = lookup.mount_of(root);
+        // Only the mounts a path reaches: not one beneath another on its point, nor one that
+        // a mount on a directory above covers.
+        let under = mounts.iter().filter(|m| {
+            beneath(&m.point, root) && lookup.mount_of(&m.point).is_some_and(|t| t.id == m.id)
+        });
+        for m in covering.into_iter().chain(under) {
+            if seen.contains(&m.point.as_path()) {
+                continue;
+            }
+            seen.push(&m.point);
+            // A mount beneath an exec dir is on the execute side.
+            if partition.exec_dirs.iter().any(|e| beneath(&m.point, e)) {
+                continue;
+            }
+            // The covering mount is reached at the root, the others at their points.
+            let reached = if m.point.as_os_str().len() < root.as_os_str().len() {
+                root
+            } else {
+                &m.point
+            };
+            out.push(MountReport {
+                root: root.clone(),
+                mount_point: m.point.clone(),
+                fstype: m.fstype.clone(),
+                noexec: noexec(m, reached)?,
+            });
+        }
+    }
+    Some(out)
 }

@@ -17,7 +17,7 @@
 //! it the kernel answers every x32 call `ENOSYS`), and a call through another ABI (i386
 //! `int 0x80`) fails the filter's architecture check, which kills the process.
 
-use crate::SealError;
+use crate::error::SealError;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule,

@@ -1,0 +1,319 @@
+//! `noexec` for mappings: Landlock checks execute only at `execve`, while the kernel refuses
+//! `mmap(PROT_EXEC)` of a file only on a `noexec` mount. So the session gets a private mount
+//! namespace in which every mount of the write set is bind-mounted onto itself `noexec,nosuid`
+//! (`nodev` too, outside `/dev`) and every exec dir read-only (exec still allowed).
+//!
+//! A non-root user makes the namespace inside a new user namespace that maps its uid and gid to
+//! themselves (so files keep their owners; `setgroups` is denied there, as the kernel requires
+//! for an unprivileged map). Root needs no user namespace. The mount namespace is a slave of
+//! the parent's: mounts made outside still appear, none made inside leak out. The seccomp
+//! filter then refuses every mount call, so the session cannot undo this.
+
+use crate::error::SealError;
+use crate::mount_calls::{
+    add_attrs_at, fail, kept_flags, mount, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
+};
+use crate::mountinfo::{forget, mounts_now, Mount};
+use crate::partition::{beneath, Partition};
+use crate::test_hooks::test_hooks_at;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Test hook: behave as a kernel that refuses the namespace (test builds only, like
+/// [`crate::FORCE_ABI_ENV`]).
+#[cfg(any(test, feature = "test-hooks"))]
+pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
+
+/// Test hook: make the namespace, then fail the bind step this names (`noexec`: before the
+/// write set is remounted noexec; `read_only`: before the exec dirs are made read-only), as a
+/// bind the kernel refuses would; `enter`: fail a non-root user's namespace right after
+/// `unshare`, as an LSM that gives it no capabilities would (test builds only).
+#[cfg(any(test, feature = "test-hooks"))]
+pub const FAIL_BIND_ENV: &str = "EXECGUARD_TEST_FAIL_BIND";
+
+/// The namespace the session runs in.
+#[derive(Clone, Debug, Serialize)]
+pub struct Namespace {
+    /// `user+mount` (non-root) or `mount` (root).
+    pub kind: &'static str,
+    /// Mount points remounted `noexec`.
+    pub noexec: Vec<PathBuf>,
+    /// Exec dirs bind-mounted read-only.
+    pub read_only: Vec<PathBuf>,
+    /// The bind that failed, when the namespace was made but not all of its mounts: the
+    /// ones listed above were made (they only take exec or writes away).
+    pub incomplete: Option<String>,
+    /// The mount table read after the binds of the write set, for [`report_in`].
+    #[serde(skip)]
+    pub(crate) table: Option<std::sync::Arc<[Mount]>>,
+}
+
+fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
+    std::fs::write(file, text).map_err(|e| SealError::Noexec {
+        detail: format!("{file}: {e}"),
+    })
+}
+
+/// Does [`enter`] work here? Asked only where a failure of it could not be undone and the
+/// session should go on without it (`MountsMode::BestEffort`): a non-root user's new user
+/// namespace cannot be left, and a kernel or LSM may accept it and then refuse what comes next
+/// (Ubuntu's restricted user namespaces give it no capabilities), which would leave this
+/// process inside one with its ids unmapped. Root's mount namespace needs no such
+/// question: a failed step leaves a private copy of the mounts it had. So it is tried in a
+/// forked child, which reports how it went; the caller must be single-threaded (as for
+/// [`isolate`]).
+pub fn probe() -> Result<(), SealError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(fail("pipe2", Path::new("/")));
+    }
+    // SAFETY: this process is single-threaded (the caller's contract), so the child may run
+    // ordinary Rust code, allocation included, before it exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: the child's copy of the read end is not used.
+        unsafe { libc::close(fds[0]) };
+        let code = match enter() {
+            Ok(_) => 0,
+            Err(e) => {
+                let msg = match e {
+                    SealError::Noexec { detail } | SealError::NamespaceUnfinished { detail } => {
+                        detail
+                    }
+                    e => e.to_string(),
+                };
+                // SAFETY: writes the message from a live buffer to the pipe's write end.
+                unsafe { libc::write(fds[1], msg.as_ptr().cast(), msg.len()) };
+                1
+            }
+        };
+        // SAFETY: _exit ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    // SAFETY: the parent's copy of the write end is not used.
+    unsafe { libc::close(fds[1]) };
+    if pid < 0 {
+        // SAFETY: closes the read end made above.
+        unsafe { libc::close(fds[0]) };
+        return Err(fail("fork", Path::new("/")));
+    }
+    let mut msg = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        // SAFETY: reads into a live buffer of the stated size.
+        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        msg.extend_from_slice(&buf[..n as usize]);
+    }
+    // SAFETY: closes the read end made above.
+    unsafe { libc::close(fds[0]) };
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        return Ok(());
+    }
+    Err(SealError::Noexec {
+        detail: if msg.is_empty() {
+            format!("the namespace probe ended with status {status}")
+        } else {
+            String::from_utf8_lossy(&msg).into_owned()
+        },
+    })
+}
+
+/// Makes the private namespace and its mounts (see the module). The caller must be
+/// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
+/// entered again afterwards, so it is seen through the new mounts.
+pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), SealError> {
+    #[cfg(any(test, feature = "test-hooks"))]
+    if std::env::var_os(NO_NAMESPACE_ENV).is_some() {
+        return Err(SealError::Noexec {
+            detail: format!("{NO_NAMESPACE_ENV} is set (test hook)"),
+        });
+    }
+    let cwd = std::env::current_dir().ok();
+    let kind = enter()?;
+    let (mut noexec, mut read_only, mut table) = (Vec::new(), Vec::new(), None);
+    let failed = bind_partition(partition, &mut noexec, &mut read_only, &mut table).err();
+    if let Some(cwd) = cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
+    let namespace = Namespace {
+        kind,
+        noexec,
+        read_only,
+        incomplete: failed.as_ref().map(|e| e.to_string()),
+        table,
+    };
+    Ok((namespace, failed))
+}
+
+/// The namespaces themselves: a mount namespace (in a user namespace of its own for a
+/// non-root user, ids mapped to themselves) that is a slave of the parent's.
+fn enter() -> Result<&'static str, SealError> {
+    // SAFETY: geteuid/getegid have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if uid == 0 {
+        // SAFETY: unshare takes only flags; it affects this process alone.
+        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+            return Err(fail("unshare(CLONE_NEWNS)", Path::new("/")));
+        }
+        // New mount ids; nothing made here may reach the parent namespace.
+        forget();
+        mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
+        return Ok("mount");
+    }
+    // SAFETY: as above.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+        return Err(fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)", Path::new("/")));
+    }
+    forget();
+    // From here on this process is inside the user namespace for good.
+    let finish = || -> Result<(), SealError> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        if std::env::var(FAIL_BIND_ENV).is_ok_and(|v| v == "enter") {
+            return Err(SealError::Noexec {
+                detail: format!("{FAIL_BIND_ENV}=enter is set (test hook)"),
+            });
+        }
+        write_proc("/proc/self/setgroups", "deny")?;
+        write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+        write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+        mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)
+    };
+    finish().map(|()| "user+mount").map_err(|e| match e {
+        SealError::Noexec { detail } => SealError::NamespaceUnfinished { detail },
+        e => e,
+    })
+}
+
+/// The binds of the partition in the namespace [`enter`] made, recording the mount points
+/// remounted `noexec` and the exec dirs made read-only. A failure stops at the step that
+/// failed: what was made before it only takes exec or writes away.
+fn bind_partition(
+    partition: &Partition,
+    noexec: &mut Vec<PathBuf>,
+    read_only: &mut Vec<PathBuf>,
+    table: &mut Option<std::sync::Arc<[Mount]>>,
+) -> Result<(), SealError> {
+    #[cfg(any(test, feature = "test-hooks"))]
+    let fail_at = |step: &str| match std::env::var(FAIL_BIND_ENV) {
+        Ok(v) if v == step => Err(SealError::Noexec {
+            detail: format!("{FAIL_BIND_ENV}={step} is set (test hook)"),
+        }),
+        _ => Ok(()),
+    };
+    // A file root (the audit log) is bind-mounted as a file.
+    let mut roots: Vec<&PathBuf> = partition
+        .write_set
+        .iter()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_dir() || m.is_file()))
+        .collect();
+    roots.sort_by_key(|p| p.as_os_str().len());
+    let exec_dirs: Vec<&PathBuf> = partition.exec_dirs.iter().filter(|p| p.is_dir()).collect();
+    // The exec dirs keep the flags of the mount they are on now (locked ones included).
+    let exec_flags: Vec<libc::c_ulong> = exec_dirs
+        .iter()
+        .map(|d| kept_flags(d))
+        .collect::<Result<_, _>>()?;
+    let both = |p: &Path| partition.both.iter().any(|b| beneath(p, b));
+    for root in &roots {
+        mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
+    }
+    // The directories between a root and an exec dir (`~/.local` for `~/.local/bin`) become
+    // mount points too: the kernel refuses to rename a mount point (EBUSY), so the session
+    // cannot move an exec dir aside and plant a new one in its place.
+    let mut ancestors: Vec<PathBuf> = Vec::new();
+    for dir in &exec_dirs {
+        let Some(root) = roots
+            .iter()
+            .filter(|r| beneath(dir, r))
+            .max_by_key(|r| r.as_os_str().len())
+        else {
+            continue;
+        };
+        let mut a = dir.parent();
+        while let Some(p) = a.filter(|p| beneath(p, root) && p != root) {
+            if !ancestors.iter().any(|x| x == p) {
+                ancestors.push(p.to_path_buf());
+            }
+            a = p.parent();
+        }
+    }
+    ancestors.sort_by_key(|p| p.as_os_str().len());
+    for a in &ancestors {
+        mount(Some(a), a, libc::MS_BIND | libc::MS_REC)?;
+    }
+    #[cfg(any(test, feature = "test-hooks"))]
+    fail_at("noexec")?;
+    let after_binds = mounts_now()?;
+    *table = Some(after_binds.clone());
+    test_hooks_at("noexec");
+    let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
+    for point in &points {
+        if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
+            continue;
+        }
+        if both(point) {
+            // A reduced profile's workspace (a root itself, bound above with the flags it had)
+            // keeps exec.
+            continue;
+        }
+        let mut attrs = MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID;
+        if !beneath(point, Path::new("/dev")) || beneath(point, Path::new("/dev/shm")) {
+            attrs |= MOUNT_ATTR_NODEV;
+        }
+        add_attrs_at(point, &after_binds, attrs)?;
+        noexec.push(point.clone());
+    }
+    #[cfg(any(test, feature = "test-hooks"))]
+    fail_at("read_only")?;
+    // Mounts inside an exec dir become read-only with it (a remount is not recursive, so each
+    // is its own), including the ones made above for a nested exec dir's parents. They stay
+    // noexec, like every mount under the write set: one may be a bind of a directory the
+    // session writes through another name.
+    // The table read above still holds: remounts change flags, not mount points.
+    let mut inner_exec_mounts: Vec<PathBuf> = Vec::new();
+    for point in points {
+        // Not a write-set root an exec dir holds (a workspace in it: the CLI refuses that, and
+        // the root stays writable here), nor anything under one.
+        let held_root = partition
+            .write_set
+            .iter()
+            .any(|r| beneath(&point, r) && exec_dirs.iter().any(|d| beneath(r, d)));
+        if exec_dirs.iter().any(|d| beneath(&point, d) && point != **d)
+            && !held_root
+            && !inner_exec_mounts.contains(&point)
+        {
+            inner_exec_mounts.push(point);
+        }
+    }
+    for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
+        mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
+        mount(
+            None,
+            dir,
+            libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_RDONLY | libc::MS_NOSUID,
+        )?;
+        read_only.push((*dir).clone());
+        for point in inner_exec_mounts.iter().filter(|p| beneath(p, dir)) {
+            // Its flags now: those of the copy the recursive bind made, noexec included.
+            let flags = kept_flags(point)?;
+            mount(
+                None,
+                point,
+                libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_RDONLY | libc::MS_NOSUID,
+            )?;
+            read_only.push(point.clone());
+        }
+    }
+    Ok(())
+}
