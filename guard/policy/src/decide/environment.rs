@@ -90,7 +90,7 @@ pub(super) fn check_library_dirs<S: Sys>(
 /// One that cannot be opened is refused too, unless it is absolute and lexically outside every
 /// mutable root: otherwise it could be created there between this check and the loader's open.
 #[inline(never)]
-pub(super) fn check_mutable_object<S: Sys>(
+fn check_mutable_object<S: Sys>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     entry: &[u8],

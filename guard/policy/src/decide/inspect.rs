@@ -103,7 +103,7 @@ pub(super) fn inspect<S: Sys>(
 /// Is `at` an absolute name that is already the kernel's own for `kpath` (no symlink, no
 /// `..`)? Out of line: its buffer is needed only on the `/proc` route.
 #[inline(never)]
-pub(super) fn is_kernel_name(at: At<'_>, kpath: &[u8]) -> bool {
+fn is_kernel_name(at: At<'_>, kpath: &[u8]) -> bool {
     let At::Cwd(p) = at else { return false };
     // Already normal (absolute, no empty, `.` or `..` component): compare as is.
     if p.starts_with(b"/")

@@ -12,14 +12,14 @@ use crate::path::{basename, is_anonymous};
 use crate::reason::Reason;
 use crate::sys::{env_get, At, StrList, Sys};
 
-pub(super) const LOADER_FLAGS: [&[u8]; 5] = [
+const LOADER_FLAGS: [&[u8]; 5] = [
     b"--list",
     b"--verify",
     b"--inhibit-cache",
     b"--list-tunables",
     b"--list-diagnostics",
 ];
-pub(super) const LOADER_VALUED: [&[u8]; 7] = [
+const LOADER_VALUED: [&[u8]; 7] = [
     b"--library-path",
     b"--inhibit-rpath",
     b"--audit",
@@ -83,7 +83,7 @@ pub(super) fn check_loader<'a, S: Sys>(
 }
 
 /// qemu-user's options that take a separate value (valgrind's never do: `--opt=value`).
-pub(super) const QEMU_VALUED: [&[u8]; 17] = [
+const QEMU_VALUED: [&[u8]; 17] = [
     b"-g",
     b"-L",
     b"-s",
@@ -145,7 +145,7 @@ pub(super) fn check_own_loader<'a, S: Sys, E: StrList + ?Sized>(
 }
 
 /// One program a loader of its own would map: refused when it is a mutable (or anonymous) ELF.
-pub(super) fn check_loaded_program<S: Sys>(
+fn check_loaded_program<S: Sys>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     program: &[u8],

@@ -100,7 +100,7 @@ impl<S: Sys> Sys for OncePerDecision<'_, S> {
 
 /// May the session's user (not root: it bypasses permissions) change `path` or a directory
 /// above it?
-pub(super) fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
+fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
     if !path.starts_with(b"/") || sys.bypasses_permissions() {
         return false;
     }
@@ -121,7 +121,7 @@ pub(super) fn writable_by_session<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
 /// write (mode bits, ACLs, and file systems whose permissions are not the mode bits: FUSE,
 /// NFS, CIFS); when it says `EACCES`, the file's owner (or a process with `CAP_FOWNER`) may
 /// still give itself write access, unless the mount is read-only or the file immutable.
-pub(super) fn may_change<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
+fn may_change<S: Sys>(sys: &mut S, path: &[u8]) -> bool {
     match sys.may_write(path) {
         Ok(()) => true,
         Err(EACCES) => {

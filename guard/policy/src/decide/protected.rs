@@ -21,7 +21,7 @@ pub(super) fn check_protected<S: Sys>(
 /// buffers stay off the stack of ordinary execs.)
 #[inline(never)]
 #[cold]
-pub(super) fn check_runtime_caller<S: Sys>(
+fn check_runtime_caller<S: Sys>(
     sys: &mut S,
     ctx: &Context<'_, '_>,
     i: usize,

@@ -58,7 +58,7 @@ pub(super) fn offer(ctx: &Context<'_, '_>, target: Target<'_>, hop: &Hop) {
 }
 
 /// An absolute path with no empty, `.` or `..` component.
-pub(super) fn is_normal_absolute(path: &[u8]) -> bool {
+fn is_normal_absolute(path: &[u8]) -> bool {
     path.len() > 1
         && path[0] == b'/'
         && path[1..]

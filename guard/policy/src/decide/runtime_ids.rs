@@ -17,7 +17,7 @@ pub struct RuntimeIds {
 /// What [`RuntimeIds`] keeps of a file: its identity, and whether it is a directory (the
 /// cache holds 64 of them, so no more).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct FileId {
+struct FileId {
     dev: u64,
     ino: u64,
     dir: bool,
