@@ -79,7 +79,7 @@ pub fn default_policy(
 }
 
 /// Another mount of the same file system gives a side of the partition a second name, and
-/// every layer goes by name (`execguard_seal::mounts::aliases`): through it a written file
+/// every layer goes by name (`execguard_seal::aliases::aliases`): through it a written file
 /// would run, or an exec dir be written. So every other name of the write set joins it, with
 /// the exec dirs inside by that name too. An exec dir reachable from the write side (or
 /// showing write-set content) is refused, `exec_dir_aliased`: left in the write set instead,
@@ -91,7 +91,7 @@ fn without_aliases(
     sides: &HostSides,
 ) -> Result<Vec<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
-    let mounts = execguard_seal::mounts::table()
+    let mounts = execguard_seal::mountinfo::table()
         .context("mount_table_unreadable: /proc/self/mountinfo (is /proc mounted?)")?;
     let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
         .iter()
@@ -106,7 +106,7 @@ fn without_aliases(
     for _ in 0..8 {
         let partition = execguard_seal::Partition::new(write_set.iter().cloned())
             .with_exec_dirs(exec_dirs.iter().cloned());
-        let found = execguard_seal::mounts::aliases(&partition, &mounts);
+        let found = execguard_seal::aliases::aliases(&partition, &mounts);
         if let Some(e) = found.unjoinable() {
             bail!("{e}");
         }

@@ -53,13 +53,6 @@ pub use test_hooks::test_hooks_at;
 #[cfg(any(test, feature = "test-hooks"))]
 pub use test_hooks::{PAUSE_ENV, REDIRECT_ENV};
 
-/// The two mount functions `execguard run`'s session start still names by their former path
-/// (it moves to the session crate now; it then names [`aliases`] and [`mountinfo`]).
-pub mod mounts {
-    pub use crate::aliases::aliases;
-    pub use crate::mountinfo::table;
-}
-
 use self::landlock::landlock_rules;
 use partition::beneath;
 
