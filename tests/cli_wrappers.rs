@@ -685,6 +685,30 @@ fn editor_pager_and_askpass_in_the_environment_are_neutralised_not_refused() {
 }
 
 #[test]
+fn a_noop_sequence_editor_rebases() {
+    for who in identities() {
+        let s = Session::new(who, "noop-seq");
+        s.write(&s.repo.join("a.txt"), "second\n");
+        s.setup(&s.repo, &["commit", "-q", "-a", "-m", "second"]);
+        for noop in ["true", ":", "/usr/bin/true"] {
+            let out = s.ok(
+                &s.repo,
+                &["git", "rebase", "-i", "HEAD~1"],
+                &[("GIT_SEQUENCE_EDITOR", noop)],
+            );
+            assert!(
+                !text(&out.stderr).contains("refused"),
+                "{noop} as {}: {}",
+                who.label(),
+                text(&out.stderr)
+            );
+        }
+        let log = s.ok(&s.repo, &["git", "log", "--format=%s"], &[]);
+        assert_eq!(text(&log.stdout), "second\nbase\n", "{}", who.label());
+    }
+}
+
+#[test]
 fn the_users_gitconfig_is_honoured_and_checked() {
     for who in identities() {
         let s = Session::new(who, "gitconfig");

@@ -157,6 +157,16 @@ pub const GIT_FORCED: &[(&str, &str)] = &[
     ("GIT_ASKPASS", ""),
 ];
 
+/// An editor that leaves the file as it is: `:` (git's own "no editor", which git does not
+/// even start) or `true`. git gets it as `:`, so nothing is run and no `true` is looked up on
+/// a `PATH` the session may have planted one in.
+pub fn noop_editor(value: &OsStr) -> bool {
+    matches!(
+        value.to_str().map(str::trim),
+        Some(":" | "true" | "/bin/true" | "/usr/bin/true")
+    )
+}
+
 /// node variables passed to the real node.
 const NODE_ALLOW: &[&str] = &[
     "NODE_ENV",
@@ -232,6 +242,10 @@ pub fn build_child_env(rt: Runtime, env: &EnvView) -> Vec<(OsString, OsString)> 
         if forced.iter().any(|(f, _)| *f == name) {
             continue;
         }
+        if rt == Runtime::Git && name == "GIT_SEQUENCE_EDITOR" && noop_editor(v) {
+            out.push((k.to_owned(), OsString::from(":")));
+            continue;
+        }
         let keep = if name == "LD_PRELOAD" {
             guard_only_preload(v)
         } else {
@@ -304,6 +318,23 @@ mod tests {
         assert!(!node
             .iter()
             .any(|(k, _)| k == "NODE_OPTIONS" || k.to_string_lossy().starts_with("GIT_")));
+    }
+
+    #[test]
+    fn a_noop_sequence_editor_reaches_git_as_its_own_no_editor() {
+        for noop in [":", "true", " true ", "/bin/true", "/usr/bin/true"] {
+            let env = EnvView::new(&pairs(&[("GIT_SEQUENCE_EDITOR", noop)]));
+            let out = build_child_env(Runtime::Git, &env);
+            let got: Vec<_> = out
+                .iter()
+                .filter(|(k, _)| k == "GIT_SEQUENCE_EDITOR")
+                .collect();
+            assert_eq!(got.len(), 1, "{noop:?}");
+            assert_eq!(got[0].1, OsString::from(":"), "{noop:?}");
+        }
+        for rewrites in ["sed -i 1d", "true; touch x", "truex", "", "./true"] {
+            assert!(!noop_editor(OsStr::new(rewrites)), "{rewrites:?}");
+        }
     }
 
     #[test]

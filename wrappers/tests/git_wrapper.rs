@@ -755,6 +755,17 @@ fn corpus() -> Vec<Case> {
         case_env(&["status"], &[("VISUAL", "touch pwned")], Allowed),
         case_env(&["-p", "log", "-1"], &[("PAGER", "touch pwned")], Allowed),
         case_env(&["status"], &[("GIT_SEQUENCE_EDITOR", ":")], Allowed),
+        case_env(&["status"], &[("GIT_SEQUENCE_EDITOR", "true")], Allowed),
+        case_env(
+            &["status"],
+            &[("GIT_SEQUENCE_EDITOR", "/usr/bin/true")],
+            Allowed,
+        ),
+        case_env(
+            &["status"],
+            &[("GIT_SEQUENCE_EDITOR", "true; touch x")],
+            Refused("env_override"),
+        ),
         case_env(
             &["status"],
             &[("GIT_PROXY_COMMAND", "x")],

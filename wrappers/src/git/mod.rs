@@ -520,7 +520,7 @@ impl Ctx<'_, '_> {
                 .with_hint(*hint));
             }
             match name.as_str() {
-                "GIT_SEQUENCE_EDITOR" if v != ":" => {
+                "GIT_SEQUENCE_EDITOR" if !crate::env::noop_editor(value) => {
                     return Err(Refusal::new(
                         Reason::EnvOverride,
                         format!("GIT_SEQUENCE_EDITOR={v} (a program that rewrites the rebase todo list; neutralising it would change the rebase)"),
