@@ -272,6 +272,9 @@ fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
         } else {
             obj["reason"] = reason.code().into();
             obj["explanation"] = reason.describe().into();
+            if !allowed {
+                obj["way_forward"] = reason.way_forward(Some(policy.profile())).into();
+            }
             if let Some(e) = errno {
                 obj["errno"] = e.into();
             }
@@ -288,7 +291,12 @@ fn guard(args: &Args, loaded: &Loaded) -> Result<ExitCode> {
     } else if allowed {
         println!("allow ({}): {target}", reason.code());
     } else {
-        println!("deny {}: {path}\n  {}", reason.code(), reason.describe());
+        println!(
+            "deny {}: {path}\n  {}\n  way forward: {}",
+            reason.code(),
+            reason.describe(),
+            reason.way_forward(Some(policy.profile()))
+        );
     }
     let p = execguard_session::seal::partition(&policy);
     let list = |v: &[PathBuf]| {

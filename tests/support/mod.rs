@@ -421,14 +421,25 @@ impl Outcome {
         (v.len() == n).then_some(v)
     }
 
-    /// Every `execguard: denied <reason>: <path>` line on stderr, as (reason, path).
+    /// Every `execguard: denied <reason>: <path> -- <way forward>` line on stderr, as
+    /// (reason, path).
     pub fn denials(&self) -> Vec<(String, String)> {
+        self.denial_lines()
+            .into_iter()
+            .map(|(reason, path, _)| (reason, path))
+            .collect()
+    }
+
+    /// Every refusal line on stderr, as (reason, path, way forward); the way forward is
+    /// empty on a line that lacks one.
+    pub fn denial_lines(&self) -> Vec<(String, String, String)> {
         self.stderr
             .lines()
             .filter_map(|l| l.strip_prefix("execguard: denied "))
             .filter_map(|r| {
-                let (reason, path) = r.split_once(": ")?;
-                Some((reason.to_string(), path.to_string()))
+                let (reason, rest) = r.split_once(": ")?;
+                let (path, way) = rest.rsplit_once(" -- ").unwrap_or((rest, ""));
+                Some((reason.to_string(), path.to_string(), way.to_string()))
             })
             .collect()
     }
@@ -450,6 +461,12 @@ impl Outcome {
     #[track_caller]
     pub fn assert_denied(&self, reason: &str) {
         assert!(self.has_denial(reason), "expected denial {reason}\n{self}");
+        assert!(
+            self.denial_lines()
+                .iter()
+                .all(|(_, _, way)| !way.is_empty()),
+            "a refusal line without its way forward\n{self}"
+        );
         assert!(!self.ran(), "the refused program ran\n{self}");
         assert!(
             !self.stderr.contains("EVIL_SO_LOADED"),

@@ -170,8 +170,35 @@ pub fn format_record(rec: &Record<'_>, buf: &mut [u8]) -> usize {
     o.len
 }
 
-/// Writes the refusal line `<tool>: denied <reason>: <path>\n` into `buf`; returns its length.
-pub fn format_denial(tool: &str, reason: Reason, path: &[u8], buf: &mut [u8]) -> usize {
+/// What separates the path from the way forward on a refusal line (never part of a way
+/// forward, so the last one on the line ends the path).
+pub const WAY_FORWARD_SEPARATOR: &str = " -- ";
+
+/// A refusal line shows the whole path up to this many bytes (the kernel's own limit for a
+/// name); a longer one is cut there, with a marker that says how much was left out.
+pub const DENIAL_PATH_MAX: usize = crate::path::PATH_MAX;
+
+/// A buffer this size always holds a refusal line with its whole path (up to
+/// [`DENIAL_PATH_MAX`] bytes, each at most 4 when escaped) and its way forward.
+pub const DENIAL_MAX: usize = 4 * DENIAL_PATH_MAX + 1024;
+
+/// Room kept for the cut marker `...[cut: N more bytes]`.
+const CUT_MARKER_MAX: usize = 48;
+
+/// Writes the refusal line `<tool>: denied <reason>: <path> -- <way forward>\n` into `buf`
+/// and returns its length. The way forward is [`Reason::way_forward`] for `profile`. The path
+/// is whole up to [`DENIAL_PATH_MAX`] bytes in a [`DENIAL_MAX`] buffer; cut (a smaller buffer,
+/// a longer path), it ends in `...[cut: N more bytes]`. Control characters are escaped (`\xNN`):
+/// a file name must not forge terminal output.
+pub fn format_denial(
+    tool: &str,
+    reason: Reason,
+    profile: Option<Profile>,
+    path: &[u8],
+    buf: &mut [u8],
+) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let way = reason.way_forward(profile).as_bytes();
     let mut o = Out {
         len: 0,
         limit: buf.len(),
@@ -182,15 +209,39 @@ pub fn format_denial(tool: &str, reason: Reason, path: &[u8], buf: &mut [u8]) ->
     o.raw(b": denied ");
     o.raw(reason.code().as_bytes());
     o.raw(b": ");
-    let room = o.buf.len().saturating_sub(o.len + 1);
-    // Control characters would let a file name forge terminal output: show them escaped.
-    for &c in path.iter().take(room / 4) {
-        if c < 0x20 || c == 0x7f {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
+    let tail = if way.is_empty() {
+        1
+    } else {
+        WAY_FORWARD_SEPARATOR.len() + way.len() + 1
+    };
+    let path_end = o.buf.len().saturating_sub(tail + CUT_MARKER_MAX);
+    let mut shown = 0;
+    for &c in path.iter().take(DENIAL_PATH_MAX) {
+        let escaped = c < 0x20 || c == 0x7f;
+        if o.len + if escaped { 4 } else { 1 } > path_end {
+            break;
+        }
+        if escaped {
             o.raw(&[b'\\', b'x', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]);
         } else {
             o.raw(&[c]);
         }
+        shown += 1;
+    }
+    if shown < path.len() {
+        let mut digits = [0u8; 20];
+        o.raw(b"...[cut: ");
+        o.raw(crate::text::decimal(
+            (path.len() - shown) as u64,
+            &mut digits,
+        ));
+        o.raw(b" more bytes]");
+    }
+    if !way.is_empty() {
+        o.raw(WAY_FORWARD_SEPARATOR.as_bytes());
+        // Only a buffer too small for its own prefix cuts the way forward.
+        let room = o.buf.len().saturating_sub(o.len + 1);
+        o.raw(&way[..way.len().min(room)]);
     }
     if o.len == o.buf.len() {
         o.len -= 1;
@@ -430,10 +481,63 @@ mod tests {
         }
     }
 
+    fn line(reason: Reason, profile: Option<Profile>, path: &[u8], buf: &mut [u8]) -> String {
+        let n = format_denial("execguard", reason, profile, path, buf);
+        assert!(n <= buf.len());
+        String::from_utf8(buf[..n].to_vec()).unwrap()
+    }
+
     #[test]
-    fn denial_line() {
-        let mut buf = [0u8; 256];
-        let n = format_denial("execguard", Reason::MutableNative, b"/w/a\nb", &mut buf);
-        assert_eq!(&buf[..n], b"execguard: denied mutable_native: /w/a\\x0ab\n");
+    fn denial_line_ends_with_the_way_forward() {
+        let mut buf = [0u8; DENIAL_MAX];
+        let got = line(
+            Reason::MutableNative,
+            Some(Profile::Strict),
+            b"/w/a\nb",
+            &mut buf,
+        );
+        assert_eq!(
+            got,
+            format!(
+                "execguard: denied mutable_native: /w/a\\x0ab -- {}\n",
+                Reason::MutableNative.way_forward(Some(Profile::Strict))
+            )
+        );
+        assert!(got.contains("--profile development"), "{got}");
+    }
+
+    #[test]
+    fn denial_line_keeps_the_whole_path() {
+        // Long, and all control characters: the worst case of escaping.
+        let mut path = vec![b'/'; 1];
+        path.extend(core::iter::repeat_n(b'\x01', DENIAL_PATH_MAX - 1));
+        let mut buf = [0u8; DENIAL_MAX];
+        let got = line(Reason::MutableNative, None, &path, &mut buf);
+        assert_eq!(got.matches("\\x01").count(), DENIAL_PATH_MAX - 1, "{got}");
+        assert!(!got.contains("[cut"), "{got}");
+        assert!(got.ends_with(" -- native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`\n"));
+        // 300 bytes: more than the 119 the line used to show.
+        let path = [b'a'; 300];
+        let got = line(Reason::MutableNative, None, &path, &mut buf);
+        assert!(
+            got.contains(&"a".repeat(300)) && !got.contains("[cut"),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn a_cut_path_says_so() {
+        let long = [b'a'; DENIAL_PATH_MAX + 10];
+        let mut buf = [0u8; DENIAL_MAX];
+        let got = line(Reason::PathTooLong, None, &long, &mut buf);
+        assert!(got.contains("...[cut: 10 more bytes] -- "), "{got}");
+        // A small buffer cuts earlier, still marked, still with its newline.
+        let mut small = [0u8; 256];
+        let got = line(Reason::MutableNative, None, &long, &mut small);
+        assert!(got.contains("...[cut: "), "{got}");
+        assert!(got.ends_with('\n'));
+        let mut tiny = [0u8; 16];
+        let got = line(Reason::MutableNative, None, &long, &mut tiny);
+        assert!(got.ends_with('\n') && got.len() <= 16, "{got}");
     }
 }

@@ -1,5 +1,9 @@
 //! Stable reason codes. They appear on stderr, in audit records and in `execguard check`;
-//! never rename one, only add.
+//! never rename one, only add. [`Reason::way_forward`] is the one table of what a person can
+//! do after a refusal, by reason and profile: the guard's stderr line, `execguard run`'s first
+//! command, `execguard check` and the end-of-session summary all print it from here.
+
+use crate::Profile;
 
 /// Why the guard refused (or emulated a kernel error for) an exec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,8 +159,86 @@ impl Reason {
         }
     }
 
+    /// Is this a refusal (not one of the informational codes an allowed exec carries)?
+    pub const fn is_refusal(self) -> bool {
+        !matches!(self, Self::Allowed | Self::Breakglass)
+    }
+
+    /// The way forward after a refusal for this reason under `profile` (`None`: the profile
+    /// is not known, as when there is no policy): one sentence a person can act on, ending
+    /// the refusal's stderr line. Empty only for the informational codes.
+    pub const fn way_forward(self, profile: Option<Profile>) -> &'static str {
+        use Profile::{Breakglass, Build, Development, Strict};
+        match (self, profile) {
+            (Self::MutableNative, Some(Strict) | None) => "native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`",
+            (Self::MutableNative, Some(Development | Build | Breakglass)) => "this profile runs native code the session wrote only from the workspace, the session's temp directory and its home's bin directories: build or install it there",
+            (Self::AnonymousNative, Some(Strict) | None) => "a program with no file on disk (memfd, O_TMPFILE, deleted) never runs under strict; write it to a file in the workspace and run that under `--profile development`, or use `--profile build`",
+            (Self::AnonymousNative, Some(Development)) => "a program with no file on disk (memfd, O_TMPFILE, deleted) does not run under development; write it to a file in the workspace and run that, or use `--profile build`",
+            (Self::AnonymousNative, Some(Build | Breakglass)) => "keep the file on disk until it has started",
+            (Self::PreloadMutable, Some(Strict) | None) => "under strict LD_PRELOAD and LD_AUDIT name only libraries installed outside the session: unset it, or load a library the workspace builds under `--profile development`",
+            (Self::PreloadMutable, Some(Development | Build | Breakglass)) => "preload a library from a file on disk, not a memfd or a deleted file",
+            (Self::LibraryPathMutable, Some(Strict) | None) => "under strict LD_LIBRARY_PATH, GCONV_PATH and LD_ORIGIN_PATH name only directories outside the session: unset it or point it at installed libraries, or load what the workspace builds under `--profile development`",
+            (Self::LibraryPathMutable, Some(Development | Build | Breakglass)) => "name directories on disk, not a deleted one",
+            (Self::ProtectedRuntimeDirect, _) => "start it by its command name (`git`, `node`: the session's PATH leads to its wrapper), not by the real binary's path",
+            (Self::ProtectedRuntimeScript, _) => "run the script through the runtime's command (`node script.js`, `git ...`), which goes through its wrapper, rather than executing the script itself",
+            (Self::CommandNotAllowed, _) => "the policy's allow_commands does not name it: ask the operator to add it, or run it outside the session",
+            (Self::UnreadableMutable, _) => "make the file readable (`chmod u+r`) so the guard can inspect it",
+            (Self::MutableUnknownFormat, _) => "give the file a `#!` line or run it with its interpreter",
+            (Self::ShebangTooDeep, _) => "call the last interpreter of the `#!` chain directly",
+            (Self::ShebangAmbiguous, _) => "simplify the `#!` line (no quotes, escapes or `$` in `env -S`, no `env -C`), or run the script with its interpreter",
+            (Self::LoaderAmbiguous, _) => "give the loader the program by a path that exists and holds a `/` (`ld.so ./prog`), or run the program itself",
+            (Self::ArgvEmpty, _) => "pass the program's name as argv[0]",
+            (Self::PathTooLong, _) => "reach the file by a shorter name (cd closer and use a relative one), or move it",
+            (Self::EnvironmentTooLarge, _) => "pass fewer than 2048 environment entries",
+            (Self::EnvironmentNotSticky, _) => "keep LD_PRELOAD and EXECGUARD_POLICY in environ before system() or popen(), or exec with an environment of your own",
+            (Self::PolicyMissing, _) => "start the command with `execguard run`, which brings the session's policy",
+            (Self::PolicyInvalid, _) => "find what is wrong with `execguard policy validate FILE`",
+            (Self::PolicyUntrusted, _) => "make the policy file and its directories root-owned and writable by root alone",
+            (Self::ProcUnavailable, _) => "mount /proc: the guard needs it to see what would run",
+            (Self::AuditUnwritable, _) => "make room for the audit log or fix its permissions (`execguard run --audit FILE` names another)",
+            (Self::InternalError, _) => "try again; if it repeats, report it with its audit record",
+            (Self::SyscallX32, _) => "exec through the x86-64 system call, not the x32 one",
+            (Self::SpawnActions, _) => "give posix_spawn fewer file actions (at most 16 descriptors), or fork and exec",
+            (Self::Breakglass | Self::Allowed, _) => "",
+        }
+    }
+
     /// Looks a code up (for `execguard audit` and tests).
     pub fn from_code(code: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.code() == code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_has_a_way_forward_in_every_profile() {
+        let profiles = Profile::ALL.map(Some);
+        for reason in Reason::ALL {
+            for profile in profiles.iter().copied().chain([None]) {
+                let way = reason.way_forward(profile);
+                assert_eq!(
+                    way.is_empty(),
+                    !reason.is_refusal(),
+                    "{reason:?} under {profile:?}"
+                );
+                // One line, with no separator the refusal line uses before it.
+                assert!(!way.contains('\n') && !way.contains(" -- "), "{way}");
+            }
+        }
+    }
+
+    #[test]
+    fn strict_points_native_code_at_development() {
+        for profile in [Some(Profile::Strict), None] {
+            assert!(Reason::MutableNative
+                .way_forward(profile)
+                .contains("--profile development"));
+        }
+        assert!(!Reason::MutableNative
+            .way_forward(Some(Profile::Development))
+            .contains("--profile development"));
     }
 }

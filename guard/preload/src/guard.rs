@@ -3,8 +3,9 @@
 
 use crate::state::{self, Loaded, Source, POLICY_PREFIX, PRELOAD_PREFIX};
 use crate::{decision_stack, scratch};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use execguard_os::{raw, CList, LibcSys};
-use execguard_policy::audit::{format_denial, Decision};
+use execguard_policy::audit::{format_denial, Decision, DENIAL_MAX};
 use execguard_policy::path::PATH_MAX;
 use execguard_policy::sys::{StrList, EACCES};
 use execguard_policy::{
@@ -34,6 +35,9 @@ pub enum Entry {
     Dlopen,
     Dlmopen,
     IconvOpen,
+    Access,
+    Faccessat,
+    Eaccess,
 }
 
 impl Entry {
@@ -57,6 +61,9 @@ impl Entry {
             Entry::Dlopen => "dlopen",
             Entry::Dlmopen => "dlmopen",
             Entry::IconvOpen => "iconv_open",
+            Entry::Access => "access",
+            Entry::Faccessat => "faccessat",
+            Entry::Eaccess => "eaccess",
         }
     }
 }
@@ -103,6 +110,20 @@ impl Exec {
     }
 }
 
+/// One `PATH` search (`execvp`, `posix_spawnp`): one decision, so its first refusal is
+/// reported (line and record) and the refusals of the candidates after it are not.
+#[derive(Default)]
+pub struct Search {
+    reported: core::cell::Cell<bool>,
+}
+
+impl Search {
+    /// Should this refusal be reported? Once per search.
+    fn first_refusal(&self) -> bool {
+        !self.reported.replace(true)
+    }
+}
+
 /// Decides one exec. On allow, `run` gets the environment to pass (the caller's, or the
 /// rewritten one in host mode) and, under the seal, the interpreter launch; on refusal, `fail`
 /// gets the errno.
@@ -119,11 +140,12 @@ pub unsafe fn guarded<R>(
     fail: impl FnOnce(c_int) -> R,
 ) -> R {
     // SAFETY: forwarded contract.
-    unsafe { guarded_as(entry, target, None, argv, envp, rewrite, run, fail) }
+    unsafe { guarded_as(entry, target, None, None, argv, envp, rewrite, run, fail) }
 }
 
 /// [`guarded`] for a target inspected under another name than the one given (posix_spawn
-/// file actions: `given_name` is what the child will exec).
+/// file actions: `given_name` is what the child will exec), and for one candidate of a
+/// `PATH` search (`search`).
 ///
 /// # Safety
 /// As [`guarded`].
@@ -132,6 +154,7 @@ pub unsafe fn guarded_as<R>(
     entry: Entry,
     target: Target<'_>,
     given_name: Option<&[u8]>,
+    search: Option<&Search>,
     argv: *const *const c_char,
     envp: *const *const c_char,
     rewrite: EnvRewrite,
@@ -152,6 +175,7 @@ pub unsafe fn guarded_as<R>(
                     entry,
                     target,
                     given_name,
+                    search,
                     argv: &argv,
                     env: &child_env,
                 };
@@ -187,6 +211,7 @@ struct Ask<'r> {
     entry: Entry,
     target: Target<'r>,
     given_name: Option<&'r [u8]>,
+    search: Option<&'r Search>,
     argv: &'r CList,
     env: &'r Result<CList, Reason>,
 }
@@ -264,14 +289,16 @@ fn decide_and_report<'r>(
             errno,
             path,
         } => {
-            report(
-                Some(&policy),
-                entry,
-                false,
-                reason,
-                path.as_bytes(),
-                target.name(),
-            );
+            if ask.search.is_none_or(Search::first_refusal) {
+                report(
+                    Some(&policy),
+                    entry,
+                    false,
+                    reason,
+                    path.as_bytes(),
+                    target.name(),
+                );
+            }
             Err(errno)
         }
         Verdict::Kernel(errno) => Err(errno),
@@ -460,11 +487,14 @@ fn report(
     path: &[u8],
     target: &[u8],
 ) -> bool {
-    let mut line = [0u8; 512];
+    // The whole path and the way forward (on the decision stack: this is never the caller's).
+    let mut line = [0u8; DENIAL_MAX];
+    let profile = policy.map(|p| p.profile());
     if !allowed {
         let n = format_denial(
             "execguard",
             reason,
+            profile,
             if path.is_empty() { target } else { path },
             &mut line,
         );
@@ -482,14 +512,20 @@ fn report(
             Decision::Deny
         },
         reason.code(),
-        policy.map(|p| p.profile()),
+        profile,
         path,
         target,
     );
     // Whole or not at all: a fragment would glue itself to the next record.
     let written = execguard_os::audit::append(log, &record).is_ok();
     if !written {
-        let n = format_denial("execguard", Reason::AuditUnwritable, log, &mut line);
+        let n = format_denial(
+            "execguard",
+            Reason::AuditUnwritable,
+            profile,
+            log,
+            &mut line,
+        );
         write_all(2, &line[..n]);
     }
     written
@@ -597,31 +633,32 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
     })
 }
 
-/// Would an exec of `path` start although the kernel will not execute the file itself? True
-/// for a mutable script the guard starts through its interpreter (the seal or a `noexec`
-/// mount refuses the script, not its interpreter), when its mode lets the caller execute it.
-/// `access(X_OK)` then answers as the exec will: git runs hooks and shells find scripts only
-/// when that check passes. Decided by the engine's own launch plan; nothing is reported.
-pub fn starts_through_interpreter(path: &[u8], effective_ids: bool) -> bool {
-    decision_stack::run(|| launches_interpreter(path, effective_ids))
+/// The guard's answer to an `access(X_OK)` the kernel refused (the seal or a `noexec` mount
+/// refuses every file of the write set). True for a mutable script the guard starts through
+/// its interpreter, when its mode lets the caller execute it: `access(X_OK)` then answers as
+/// the exec will (git runs hooks and shells find scripts only when that check passes). False
+/// otherwise; when the guard itself would refuse the exec (`mutable_native` in strict, say),
+/// the refusal is reported as an exec's is, with `entry` as the entry point: make asks
+/// `access(X_OK)` before it runs a program and stops there, so without this nobody would see
+/// why. Reported once per file per process: a probe in a loop is one decision, not a flood.
+/// Decided by the engine's own launch plan.
+pub fn access_as_exec_will(entry: Entry, path: &[u8], effective_ids: bool) -> bool {
+    decision_stack::run(|| access_decision(entry, path, effective_ids))
 }
 
-fn launches_interpreter(path: &[u8], effective_ids: bool) -> bool {
+fn access_decision(entry: Entry, path: &[u8], effective_ids: bool) -> bool {
     let Ok(c) = execguard_os::CPath::new(path) else {
         return false;
     };
     // SAFETY: `c` is NUL-terminated.
-    match unsafe { raw::stat(c.ptr()) } {
-        Ok(st) if mode_lets_caller_execute(&st, effective_ids) => {}
+    let st = match unsafe { raw::stat(c.ptr()) } {
+        Ok(st) if mode_lets_caller_execute(&st, effective_ids) => st,
         _ => return false,
-    }
+    };
     state::with(|loaded| {
         let Ok(policy) = loaded.policy() else {
             return false;
         };
-        if !policy.seal() {
-            return false;
-        }
         let ctx = Context {
             policy: &policy,
             runtimes: &loaded.runtimes,
@@ -638,10 +675,72 @@ fn launches_interpreter(path: &[u8], effective_ids: bool) -> bool {
         };
         let mut exec_as = ExecName::new();
         let mut launch = None;
-        let verdict = decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch);
-        verdict.is_allow() && launch.is_some()
+        match decide_launch(&mut LibcSys, &ctx, &req, &mut exec_as, &mut launch) {
+            Verdict::Allow(_) => policy.seal() && launch.is_some(),
+            // The kernel's own answer for a file that is neither ELF nor #!.
+            Verdict::Deny {
+                reason: Reason::MutableUnknownFormat,
+                ..
+            } => false,
+            Verdict::Deny {
+                reason,
+                path: decided,
+                ..
+            } => {
+                if TOLD.first_time(st.st_dev, st.st_ino) {
+                    report(
+                        Some(&policy),
+                        entry,
+                        false,
+                        reason,
+                        decided.as_bytes(),
+                        path,
+                    );
+                }
+                false
+            }
+            Verdict::Kernel(_) => false,
+        }
     })
 }
+
+/// The files whose `access(X_OK)` refusal this process has reported (device and inode), so
+/// that each is reported once. A full table starts over: a file may then be reported again,
+/// never left unreported. In `.data`, like the memo.
+struct Told {
+    files: [(AtomicU64, AtomicU64); TOLD_FILES],
+    next: AtomicUsize,
+}
+
+const TOLD_FILES: usize = 16;
+
+impl Told {
+    const fn new() -> Told {
+        Told {
+            files: [const { (AtomicU64::new(0), AtomicU64::new(0)) }; TOLD_FILES],
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Is this the first report of the file? Remembers it. Two threads racing on one file may
+    /// both report it: a duplicate, never a loss.
+    fn first_time(&self, dev: u64, ino: u64) -> bool {
+        // Inode 0 is no file's: an unused slot never matches a real one.
+        let seen = self.files.iter().any(|(d, i)| {
+            i.load(Ordering::Relaxed) == ino && ino != 0 && d.load(Ordering::Relaxed) == dev
+        });
+        if seen {
+            return false;
+        }
+        let slot = &self.files[self.next.fetch_add(1, Ordering::Relaxed) % TOLD_FILES];
+        slot.0.store(dev, Ordering::Relaxed);
+        slot.1.store(ino, Ordering::Relaxed);
+        true
+    }
+}
+
+#[link_section = ".data"]
+static TOLD: Told = Told::new();
 
 /// The kernel's permission check for executing a regular file, from its mode (the part of
 /// `generic_permission` a `noexec` mount or Landlock stops the kernel from answering): root

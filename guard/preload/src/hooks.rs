@@ -1,7 +1,7 @@
 //! The exported libc entry points. Each is a thin shell over [`guarded`]; the variadic ones
 //! (`execl`, `execle`, `execlp`, `syscall`) live in `shim.c` and call in here.
 
-use crate::guard::{guarded, guarded_as, Entry, EnvRewrite};
+use crate::guard::{guarded, guarded_as, Entry, EnvRewrite, Search};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use execguard_os::raw::{self, libc_result, set_errno, KernelCall};
 use execguard_os::{c_bytes, CList, LibcSys};
@@ -90,6 +90,21 @@ unsafe fn exec_path(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { exec_path_in(entry, None, path, argv, envp) }
+}
+
+/// [`exec_path`] for one candidate of a `PATH` search.
+///
+/// # Safety
+/// libc's contract for `execve`.
+unsafe fn exec_path_in(
+    entry: Entry,
+    search: Option<&Search>,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
     if path.is_null() {
         return fail_errno(libc::EFAULT);
     }
@@ -97,9 +112,11 @@ unsafe fn exec_path(
     let target = Target::Path(unsafe { c_bytes(path) });
     // SAFETY: libc's contract for argv/envp.
     unsafe {
-        guarded(
+        guarded_as(
             entry,
             target,
+            None,
+            search,
             argv,
             envp,
             EnvRewrite::Allowed,
@@ -181,20 +198,21 @@ unsafe fn exec_search(
         // SAFETY: forwarded contract.
         unsafe {
             exec_path(entry, file, argv, envp);
-            return retry_as_script(entry, file, argv, envp);
+            return retry_as_script(entry, None, file, argv, envp);
         }
     }
     if name.len() > libc::FILENAME_MAX as usize {
         return fail_errno(libc::ENAMETOOLONG);
     }
     let mut got_eacces = false;
+    let search = Search::default();
     for candidate in path_search(variable(b"PATH="), name) {
         let tried = with_candidate(candidate, |c| {
             let c = c.as_ptr().cast();
             // SAFETY: `c` is NUL-terminated and lives until the end of this closure.
             unsafe {
-                exec_path(entry, c, argv, envp);
-                retry_as_script(entry, c, argv, envp);
+                exec_path_in(entry, Some(&search), c, argv, envp);
+                retry_as_script(entry, Some(&search), c, argv, envp);
             }
         });
         if tried.is_none() {
@@ -234,6 +252,7 @@ fn variable(prefix: &[u8]) -> Option<&'static [u8]> {
 /// As [`exec_path`].
 unsafe fn retry_as_script(
     entry: Entry,
+    search: Option<&Search>,
     file: *const c_char,
     argv: *const *const c_char,
     envp: *const *const c_char,
@@ -259,8 +278,9 @@ unsafe fn retry_as_script(
         args[rest + 2].write(0);
         // SAFETY: `args` is NULL-terminated and its strings outlive the call.
         unsafe {
-            exec_path(
+            exec_path_in(
                 entry,
+                search,
                 c"/bin/sh".as_ptr().cast(),
                 args.as_ptr().cast(),
                 envp,
@@ -397,8 +417,10 @@ pub unsafe extern "C" fn __execguard_syscall(
 
 /// # Safety
 /// libc's contract for `posix_spawn`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn spawn(
     entry: Entry,
+    search: Option<&Search>,
     pid: *mut pid_t,
     path: *const c_char,
     actions: *const posix_spawn_file_actions_t,
@@ -424,6 +446,7 @@ unsafe fn spawn(
                 entry,
                 target,
                 given_name,
+                search,
                 argv,
                 envp,
                 EnvRewrite::Allowed,
@@ -542,7 +565,18 @@ pub unsafe extern "C" fn posix_spawn(
     envp: *const *const c_char,
 ) -> c_int {
     // SAFETY: libc's contract.
-    unsafe { spawn(Entry::PosixSpawn, pid, path, actions, attr, argv, envp) }
+    unsafe {
+        spawn(
+            Entry::PosixSpawn,
+            None,
+            pid,
+            path,
+            actions,
+            attr,
+            argv,
+            envp,
+        )
+    }
 }
 
 /// glibc's posix_spawnp searches PATH inside the child, out of the guard's sight, so the
@@ -566,9 +600,21 @@ pub unsafe extern "C" fn posix_spawnp(
     }
     if name.contains(&b'/') {
         // SAFETY: libc's contract.
-        return unsafe { spawn(Entry::PosixSpawnp, pid, file, actions, attr, argv, envp) };
+        return unsafe {
+            spawn(
+                Entry::PosixSpawnp,
+                None,
+                pid,
+                file,
+                actions,
+                attr,
+                argv,
+                envp,
+            )
+        };
     }
     let mut result = ENOENT;
+    let search = Search::default();
     for candidate in path_search(variable(b"PATH="), name) {
         let tried = with_candidate(candidate, |c| {
             let bytes = &c[..c.len() - 1];
@@ -584,6 +630,7 @@ pub unsafe extern "C" fn posix_spawnp(
             Ok(unsafe {
                 spawn(
                     Entry::PosixSpawnp,
+                    Some(&search),
                     pid,
                     c.as_ptr().cast(),
                     actions,
@@ -887,11 +934,13 @@ pub unsafe extern "C" fn fork() -> pid_t {
 /// The `access` family, asked whether a file may be executed: a mutable script that the guard
 /// starts through its interpreter is executable, although the seal or a `noexec` mount makes
 /// the kernel say no (git skips a hook, and bash a command on `PATH`, that `access(X_OK)`
-/// calls non-executable). Every other answer is the kernel's.
+/// calls non-executable). Every other answer is the kernel's; a "no" the guard itself would
+/// give the exec is reported like the exec's refusal (make asks before it runs a program).
 ///
 /// # Safety
 /// `path` is a valid NUL-terminated string (the callers' contract).
 unsafe fn access_as_exec_will(
+    entry: Entry,
     dirfd: c_int,
     path: *const c_char,
     mode: c_int,
@@ -909,7 +958,7 @@ unsafe fn access_as_exec_will(
             let rest_ok = unsafe { raw::faccessat(dirfd, path, mode & !libc::X_OK, flags) }.is_ok();
             if decidable
                 && rest_ok
-                && crate::guard::starts_through_interpreter(name, flags & libc::AT_EACCESS != 0)
+                && crate::guard::access_as_exec_will(entry, name, flags & libc::AT_EACCESS != 0)
             {
                 0
             } else {
@@ -923,7 +972,7 @@ unsafe fn access_as_exec_will(
 #[no_mangle]
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: access's contract.
-    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, 0) }
+    unsafe { access_as_exec_will(Entry::Access, libc::AT_FDCWD, path, mode, 0) }
 }
 
 #[no_mangle]
@@ -934,17 +983,17 @@ pub unsafe extern "C" fn faccessat(
     flags: c_int,
 ) -> c_int {
     // SAFETY: faccessat's contract.
-    unsafe { access_as_exec_will(dirfd, path, mode, flags) }
+    unsafe { access_as_exec_will(Entry::Faccessat, dirfd, path, mode, flags) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: eaccess's contract.
-    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
+    unsafe { access_as_exec_will(Entry::Eaccess, libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: euidaccess's contract.
-    unsafe { access_as_exec_will(libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
+    unsafe { access_as_exec_will(Entry::Eaccess, libc::AT_FDCWD, path, mode, libc::AT_EACCESS) }
 }

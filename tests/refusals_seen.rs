@@ -1,0 +1,217 @@
+//! Every refusal reaches the person, with its way forward (issue 30): the guard's line keeps
+//! the whole path and ends with what to do; an `access(X_OK)` "no" the guard decided (make
+//! asks before it runs a program) is reported like the exec's refusal, once per file; a
+//! `PATH` search is one decision and one record. Sealed `execguard run` sessions, as root and
+//! as the non-root user.
+
+mod support;
+
+use execguard_testkit::{identities, Identity};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const EXECGUARD: &str = env!("CARGO_BIN_EXE_execguard");
+const STRICT_WAY: &str = "native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`";
+
+/// One scenario's directories, owned by its user: the workspace, a home of its own and the
+/// audit log, under the target dir (not a mutable root itself).
+struct Scene {
+    who: Identity,
+    base: PathBuf,
+    ws: PathBuf,
+    home: PathBuf,
+    audit: PathBuf,
+}
+
+impl Scene {
+    fn new(who: Identity, name: &str) -> Scene {
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "refusals-{name}-{}-{}",
+            who.uid(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        let (ws, home) = (base.join("ws"), base.join("home"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let audit = base.join("audit.jsonl");
+        std::fs::write(&audit, b"").unwrap();
+        who.own(&base);
+        Scene {
+            who,
+            base,
+            ws,
+            home,
+            audit,
+        }
+    }
+
+    /// An ELF the session "built": a copy of `/bin/true` at `rel` in the workspace.
+    fn program(&self, rel: &str) -> PathBuf {
+        let p = self.ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy("/bin/true", &p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.who.own(&self.base);
+        p
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.ws.join(rel), text).unwrap();
+        self.who.own(&self.base);
+    }
+
+    /// `execguard run --profile PROFILE -- sh -c SCRIPT` in the workspace.
+    fn run(&self, profile: &str, script: &str) -> Output {
+        let mut c = Command::new(EXECGUARD);
+        c.args(["run", "--profile", profile, "--workspace"])
+            .arg(&self.ws)
+            .arg("--audit")
+            .arg(&self.audit)
+            .args(["--", "/bin/sh", "-c", script])
+            .current_dir(&self.ws)
+            .env("PATH", "/usr/bin:/bin")
+            // The guard of these sources (a cdylib no test target links is not rebuilt else).
+            .env("EXECGUARD_LIB", &support::tools().lib)
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD");
+        self.who.apply(&mut c);
+        c.env("HOME", &self.home);
+        c.output().unwrap()
+    }
+
+    /// The guard's refusals in the audit log.
+    fn refusals(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.audit)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["decision"] == "deny")
+            .collect()
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.base);
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The refusal lines on stderr as (reason, path, way forward).
+fn denial_lines(stderr: &str) -> Vec<(String, String, String)> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("execguard: denied "))
+        .map(|r| {
+            let (reason, rest) = r.split_once(": ").unwrap();
+            let (path, way) = rest.rsplit_once(" -- ").unwrap_or((rest, ""));
+            (reason.into(), path.into(), way.into())
+        })
+        .collect()
+}
+
+fn assert_one_line(out: &Output, reason: &str, path: &Path, way: &str, who: &Identity) {
+    let err = text(&out.stderr);
+    let lines = denial_lines(&err);
+    assert_eq!(
+        lines,
+        vec![(reason.to_string(), path.display().to_string(), way.to_string())],
+        "{}: stderr:\n{err}",
+        who.label()
+    );
+}
+
+#[test]
+fn the_refusal_line_keeps_the_whole_path_and_ends_with_the_way_forward() {
+    for who in identities() {
+        let sc = Scene::new(who, "line");
+        // Far longer than the 119 bytes the line used to keep.
+        let deep = format!("{}/prog", vec!["d".repeat(60); 5].join("/"));
+        let prog = sc.program(&deep);
+        let out = sc.run("strict", &format!("./{deep}"));
+        assert_eq!(out.status.code(), Some(126), "{}", who.label());
+        assert_one_line(&out, "mutable_native", &prog, STRICT_WAY, &who);
+        // The way forward works: under development the same program runs.
+        let out = sc.run("development", &format!("./{deep} && echo ran"));
+        assert_eq!(
+            text(&out.stdout),
+            "ran\n",
+            "{}: {}",
+            who.label(),
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn make_test_says_why_it_cannot_run_the_program_and_records_it() {
+    for who in identities() {
+        let sc = Scene::new(who, "make");
+        let prog = sc.program("prog");
+        sc.write("Makefile", "test:\n\t./prog\n");
+        let out = sc.run("strict", "make -s test");
+        assert_ne!(out.status.code(), Some(0), "{}", who.label());
+        // make asks access(X_OK) and stops at its "no": that no is the guard's, and said.
+        assert_one_line(&out, "mutable_native", &prog, STRICT_WAY, &who);
+        let records = sc.refusals();
+        assert_eq!(records.len(), 1, "{}: {records:?}", who.label());
+        assert_eq!(records[0]["reason"], "mutable_native");
+        assert_eq!(records[0]["path"], prog.display().to_string());
+        assert!(
+            ["access", "faccessat", "eaccess"].contains(&records[0]["entry"].as_str().unwrap()),
+            "{}: {records:?}",
+            who.label()
+        );
+    }
+}
+
+#[test]
+fn a_probe_in_a_loop_is_one_record_and_the_kernels_own_no_is_none() {
+    for who in identities() {
+        let sc = Scene::new(who, "probe");
+        let prog = sc.program("prog");
+        // No execute bit: the kernel's own answer, nothing of the guard's to say.
+        sc.write("plain", "#!/bin/sh\n");
+        let out = sc.run(
+            "strict",
+            "for i in 1 2 3 4 5; do test -x ./prog || echo no; done; test -x ./plain || echo plain",
+        );
+        assert_eq!(
+            text(&out.stdout),
+            "no\nno\nno\nno\nno\nplain\n",
+            "{}",
+            who.label()
+        );
+        assert_one_line(&out, "mutable_native", &prog, STRICT_WAY, &who);
+        assert_eq!(sc.refusals().len(), 1, "{}", who.label());
+    }
+}
+
+#[test]
+fn a_path_search_is_one_decision_and_one_record() {
+    for who in identities() {
+        let sc = Scene::new(who, "search");
+        let first = sc.program("a/tool");
+        for d in ["b", "c", "d"] {
+            sc.program(&format!("{d}/tool"));
+        }
+        let ws = sc.ws.display();
+        // env(1) searches with execvp.
+        let out = sc.run(
+            "strict",
+            &format!("PATH={ws}/a:{ws}/b:{ws}/c:{ws}/d:/usr/bin:/bin env tool; echo rc=$?"),
+        );
+        assert!(text(&out.stdout).contains("rc=126"), "{}", who.label());
+        assert_one_line(&out, "mutable_native", &first, STRICT_WAY, &who);
+        let records = sc.refusals();
+        assert_eq!(records.len(), 1, "{}: {records:?}", who.label());
+        assert_eq!(records[0]["entry"], "execvp");
+    }
+}
