@@ -122,7 +122,11 @@ fn assert_one_line(out: &Output, reason: &str, path: &Path, way: &str, who: &Ide
     let lines = denial_lines(&err);
     assert_eq!(
         lines,
-        vec![(reason.to_string(), path.display().to_string(), way.to_string())],
+        vec![(
+            reason.to_string(),
+            path.display().to_string(),
+            way.to_string()
+        )],
         "{}: stderr:\n{err}",
         who.label()
     );
@@ -138,6 +142,16 @@ fn the_refusal_line_keeps_the_whole_path_and_ends_with_the_way_forward() {
         let out = sc.run("strict", &format!("./{deep}"));
         assert_eq!(out.status.code(), Some(126), "{}", who.label());
         assert_one_line(&out, "mutable_native", &prog, STRICT_WAY, &who);
+        // Past the documented bound (ShownPath::MAX, 512 bytes) a path is cut, and says so.
+        let deeper = format!("{}/prog", vec!["e".repeat(60); 10].join("/"));
+        let prog = sc.program(&deeper);
+        let full = prog.display().to_string();
+        let out = sc.run("strict", &format!("./{deeper}"));
+        let lines = denial_lines(&text(&out.stderr));
+        assert_eq!(lines.len(), 1, "{}: {lines:?}", who.label());
+        let want = format!("{}...[cut: {} more bytes]", &full[..512], full.len() - 512);
+        assert_eq!(lines[0].1, want, "{}", who.label());
+        assert_eq!(lines[0].2, STRICT_WAY, "{}", who.label());
         // The way forward works: under development the same program runs.
         let out = sc.run("development", &format!("./{deep} && echo ran"));
         assert_eq!(

@@ -188,13 +188,15 @@ const CUT_MARKER_MAX: usize = 48;
 /// Writes the refusal line `<tool>: denied <reason>: <path> -- <way forward>\n` into `buf`
 /// and returns its length. The way forward is [`Reason::way_forward`] for `profile`. The path
 /// is whole up to [`DENIAL_PATH_MAX`] bytes in a [`DENIAL_MAX`] buffer; cut (a smaller buffer,
-/// a longer path), it ends in `...[cut: N more bytes]`. Control characters are escaped (`\xNN`):
+/// a longer path, or `omitted` bytes cut off before, as a [`crate::ShownPath`] does), it ends
+/// in `...[cut: N more bytes]`. Control characters are escaped (`\xNN`):
 /// a file name must not forge terminal output.
 pub fn format_denial(
     tool: &str,
     reason: Reason,
     profile: Option<Profile>,
     path: &[u8],
+    omitted: usize,
     buf: &mut [u8],
 ) -> usize {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -228,11 +230,11 @@ pub fn format_denial(
         }
         shown += 1;
     }
-    if shown < path.len() {
+    if shown < path.len() || omitted > 0 {
         let mut digits = [0u8; 20];
         o.raw(b"...[cut: ");
         o.raw(crate::text::decimal(
-            (path.len() - shown) as u64,
+            (path.len() - shown + omitted) as u64,
             &mut digits,
         ));
         o.raw(b" more bytes]");
@@ -482,7 +484,7 @@ mod tests {
     }
 
     fn line(reason: Reason, profile: Option<Profile>, path: &[u8], buf: &mut [u8]) -> String {
-        let n = format_denial("execguard", reason, profile, path, buf);
+        let n = format_denial("execguard", reason, profile, path, 0, buf);
         assert!(n <= buf.len());
         String::from_utf8(buf[..n].to_vec()).unwrap()
     }
@@ -531,6 +533,22 @@ mod tests {
         let mut buf = [0u8; DENIAL_MAX];
         let got = line(Reason::PathTooLong, None, &long, &mut buf);
         assert!(got.contains("...[cut: 10 more bytes] -- "), "{got}");
+        // Cut before (a ShownPath): the marker counts those bytes too.
+        let shown = crate::ShownPath::new(&long);
+        let n = format_denial(
+            "execguard",
+            Reason::MutableNative,
+            None,
+            shown.as_bytes(),
+            shown.omitted(),
+            &mut buf,
+        );
+        let got = core::str::from_utf8(&buf[..n]).unwrap();
+        let want = format!(
+            "...[cut: {} more bytes] -- ",
+            long.len() - crate::ShownPath::MAX
+        );
+        assert!(got.contains(&want), "{got}");
         // A small buffer cuts earlier, still marked, still with its newline.
         let mut small = [0u8; 256];
         let got = line(Reason::MutableNative, None, &long, &mut small);

@@ -229,7 +229,7 @@ fn decide_and_report<'r>(
     let policy = match loaded.policy() {
         Ok(p) => p,
         Err(reason) => {
-            report(None, entry, false, reason, b"", target.name());
+            report(None, entry, false, reason, b"", 0, target.name());
             return Err(EACCES);
         }
     };
@@ -243,6 +243,7 @@ fn decide_and_report<'r>(
                 false,
                 reason,
                 target.name(),
+                0,
                 target.name(),
             );
             return Err(EACCES);
@@ -270,6 +271,7 @@ fn decide_and_report<'r>(
                     true,
                     reason,
                     target.name(),
+                    0,
                     target.name(),
                 )
             {
@@ -296,6 +298,7 @@ fn decide_and_report<'r>(
                     false,
                     reason,
                     path.as_bytes(),
+                    path.omitted(),
                     target.name(),
                 );
             }
@@ -469,7 +472,7 @@ pub fn refuse(entry: Entry, reason: Reason, target: &[u8]) {
     decision_stack::run(|| {
         state::with(|loaded| {
             let policy = loaded.policy().ok();
-            report(policy.as_ref(), entry, false, reason, b"", target);
+            report(policy.as_ref(), entry, false, reason, b"", 0, target);
         })
     })
 }
@@ -485,6 +488,7 @@ fn report(
     allowed: bool,
     reason: Reason,
     path: &[u8],
+    omitted: usize,
     target: &[u8],
 ) -> bool {
     // The whole path and the way forward (on the decision stack: this is never the caller's).
@@ -496,6 +500,7 @@ fn report(
             reason,
             profile,
             if path.is_empty() { target } else { path },
+            omitted,
             &mut line,
         );
         write_all(2, &line[..n]);
@@ -524,6 +529,7 @@ fn report(
             Reason::AuditUnwritable,
             profile,
             log,
+            0,
             &mut line,
         );
         write_all(2, &line[..n]);
@@ -549,7 +555,7 @@ pub fn allow_gconv_path(dirs: &[u8]) -> bool {
             let policy = match loaded.policy() {
                 Ok(p) => p,
                 Err(reason) => {
-                    report(None, Entry::IconvOpen, false, reason, dirs, dirs);
+                    report(None, Entry::IconvOpen, false, reason, dirs, 0, dirs);
                     return false;
                 }
             };
@@ -567,6 +573,7 @@ pub fn allow_gconv_path(dirs: &[u8]) -> bool {
                         false,
                         reason,
                         path.as_bytes(),
+                        path.omitted(),
                         dirs,
                     );
                     false
@@ -603,13 +610,14 @@ pub fn decide_dlopen(entry: Entry, path: &[u8]) -> Option<[u8; 64]> {
                             false,
                             reason,
                             decided.as_bytes(),
+                            decided.omitted(),
                             path,
                         );
                     }
                     v
                 }
                 Err(reason) => {
-                    report(None, entry, false, reason, path, path);
+                    report(None, entry, false, reason, path, 0, path);
                     Verdict::Deny {
                         reason,
                         errno: EACCES,
@@ -694,6 +702,7 @@ fn access_decision(entry: Entry, path: &[u8], effective_ids: bool) -> bool {
                         false,
                         reason,
                         decided.as_bytes(),
+                        decided.omitted(),
                         path,
                     );
                 }

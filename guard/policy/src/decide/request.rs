@@ -72,13 +72,14 @@ pub struct Request<'r, A: StrList + ?Sized, E: StrList + ?Sized> {
 }
 
 /// The path a refusal names, as shown on stderr and in the audit record: at most
-/// [`ShownPath::MAX`] bytes (longer ones are cut; the decision never depends on it). Kept small
-/// because a `Verdict` travels through every check's return slot, and in a fork child each
-/// stack page the guard touches is a page fault.
+/// [`ShownPath::MAX`] bytes (longer ones are cut, and say how much was left out; the decision
+/// never depends on it). Kept small because a `Verdict` travels through every check's return
+/// slot, and in a fork child each stack page the guard touches is a page fault.
 #[derive(Clone)]
 pub struct ShownPath {
     buf: [u8; ShownPath::MAX],
     len: usize,
+    omitted: usize,
 }
 
 impl ShownPath {
@@ -88,11 +89,20 @@ impl ShownPath {
         let len = path.len().min(Self::MAX);
         let mut buf = [0u8; Self::MAX];
         buf[..len].copy_from_slice(&path[..len]);
-        ShownPath { buf, len }
+        ShownPath {
+            buf,
+            len,
+            omitted: path.len() - len,
+        }
     }
 
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
+    }
+
+    /// How many bytes of the path were cut off (0: it is whole).
+    pub fn omitted(&self) -> usize {
+        self.omitted
     }
 }
 
