@@ -33,6 +33,9 @@ pub struct MemSys {
     nodes: BTreeMap<Vec<u8>, Node>,
     writable: Vec<Vec<u8>>,
     owned: Vec<Vec<u8>>,
+    unlinked: Vec<Vec<u8>>,
+    unreadable: Vec<Vec<u8>>,
+    no_proc: bool,
     cwd: Vec<u8>,
     root: bool,
     next_ino: u64,
@@ -47,6 +50,9 @@ impl MemSys {
             nodes: BTreeMap::new(),
             writable: Vec::new(),
             owned: Vec::new(),
+            unlinked: Vec::new(),
+            unreadable: Vec::new(),
+            no_proc: false,
             cwd: b"/".to_vec(),
             root: false,
             next_ino: 1,
@@ -132,6 +138,24 @@ impl MemSys {
         if let Some(Node::File { ctime_ns, .. }) = self.nodes.get_mut(path) {
             *ctime_ns += 1;
         }
+        self
+    }
+
+    /// The file at `path` has no name on disk any more (deleted while open: link count 0).
+    pub fn unlinked(&mut self, path: &[u8]) -> &mut Self {
+        self.unlinked.push(path.to_vec());
+        self
+    }
+
+    /// The session's user may execute `path` but not read it (mode `--x`): a read open fails.
+    pub fn unreadable(&mut self, path: &[u8]) -> &mut Self {
+        self.unreadable.push(path.to_vec());
+        self
+    }
+
+    /// `/proc` is not mounted: no descriptor's name and no caller's executable can be asked.
+    pub fn without_proc(&mut self) -> &mut Self {
+        self.no_proc = true;
         self
     }
 
@@ -230,6 +254,9 @@ impl MemSys {
             info.uid = SESSION_UID;
             info.mode &= !0o222;
         }
+        if has(&self.unlinked) {
+            info.nlink = 0;
+        }
         info
     }
 
@@ -248,12 +275,15 @@ impl Default for MemSys {
 impl Sys for MemSys {
     type Fd = usize;
 
-    fn open(&mut self, at: At<'_>, _mode: OpenMode, follow: bool) -> Result<usize, Errno> {
+    fn open(&mut self, at: At<'_>, mode: OpenMode, follow: bool) -> Result<usize, Errno> {
         let At::Cwd(path) = at else {
             return Err(EINVAL);
         };
         self.log("open", path);
         let canonical = self.resolve(path, follow)?;
+        if matches!(mode, OpenMode::Read) && self.unreadable.contains(&canonical) && !self.root {
+            return Err(EACCES);
+        }
         Ok(self.open_canonical(canonical))
     }
 
@@ -273,6 +303,9 @@ impl Sys for MemSys {
     }
 
     fn fd_path(&mut self, fd: &usize, out: &mut PathBuf) -> Result<(), Errno> {
+        if self.no_proc {
+            return Err(ENOENT);
+        }
         out.truncate(0);
         out.push_bytes(&self.open[*fd].clone()).map_err(|_| EINVAL)
     }
@@ -286,6 +319,9 @@ impl Sys for MemSys {
     }
 
     fn caller_exe(&mut self) -> Result<FileInfo, Errno> {
+        if self.no_proc {
+            return Err(ENOENT);
+        }
         Ok(FileInfo::default())
     }
 

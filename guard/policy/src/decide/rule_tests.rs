@@ -12,7 +12,10 @@ use std::vec::Vec;
 
 #[derive(Debug, PartialEq)]
 enum Want {
+    /// Allowed by every check (`Reason::Allowed`), the caller's own name handed to the kernel.
     Allow,
+    /// Allowed without checks, to be audited (`Reason::Breakglass`).
+    Breakglass,
     Deny(Reason),
     Kernel(Errno),
     /// Allowed, started through this argv (program first).
@@ -76,6 +79,78 @@ fn writable_opt(s: &mut MemSys) {
 fn writable_opt_root(s: &mut MemSys) {
     writable_opt(s);
     s.as_root();
+}
+
+/// A protected runtime (`/usr/bin/node`, its wrapper `/usr/libexec/node-wrapper`) and a
+/// workspace script that names it.
+fn runtime(s: &mut MemSys) {
+    base(s);
+    s.elf(b"/usr/bin/node")
+        .elf(b"/usr/libexec/node-wrapper")
+        .script(b"/ws/run.js", b"#!/usr/bin/node\n");
+}
+
+fn runtime_no_proc(s: &mut MemSys) {
+    runtime(s);
+    s.without_proc();
+}
+
+const RUNTIME: &str = "version = 1\nworkspace = \"/ws\"\n\n[[runtime]]\nname = \"node\"\npath = \"/usr/bin/node\"\nwrapper = \"/usr/libexec/node-wrapper\"\n";
+
+/// A workspace ELF deleted while open: no name on disk.
+fn deleted(s: &mut MemSys) {
+    base(s);
+    s.elf(b"/ws/gone").unlinked(b"/ws/gone");
+}
+
+/// A workspace program the session's user may execute but not read.
+fn execute_only(s: &mut MemSys) {
+    base(s);
+    s.file(b"/ws/secret", 0o111, b"\x7fELF\x02")
+        .unreadable(b"/ws/secret");
+}
+
+/// A workspace file that is neither ELF nor `#!`.
+fn unknown_format(s: &mut MemSys) {
+    base(s);
+    s.file(b"/ws/data.bin", 0o755, b"MZ\x90\x00");
+}
+
+/// Six workspace scripts, each the interpreter of the one before: one more than the kernel
+/// follows.
+fn deep_chain(s: &mut MemSys) {
+    base(s);
+    s.script(b"/ws/s1", b"#!/ws/s2\n")
+        .script(b"/ws/s2", b"#!/ws/s3\n")
+        .script(b"/ws/s3", b"#!/ws/s4\n")
+        .script(b"/ws/s4", b"#!/ws/s5\n")
+        .script(b"/ws/s5", b"#!/ws/s6\n")
+        .script(b"/ws/s6", b"#!/ws/s7\n");
+}
+
+/// A workspace script whose `env -S` string holds a quote, which `env` would interpret.
+fn env_quoted(s: &mut MemSys) {
+    base(s);
+    s.elf(b"/usr/bin/env")
+        .script(b"/ws/quoted.sh", b"#!/usr/bin/env -S sh \"-c\"\n");
+}
+
+/// The dynamic loader.
+fn loader(s: &mut MemSys) {
+    base(s);
+    s.elf(b"/usr/lib64/ld-linux-x86-64.so.2");
+}
+
+/// A workspace symlink to a system program whose canonical name is longer than the guard
+/// hands the kernel.
+fn long_name(s: &mut MemSys) {
+    base(s);
+    let long: &'static [u8] = std::vec![b'd'; 1100].leak();
+    let dir = [&b"/opt/"[..], long].concat();
+    let tool = [&dir[..], b"/tool"].concat();
+    s.dir(&dir)
+        .elf(&tool)
+        .symlink(b"/ws/far", std::vec::Vec::leak(tool));
 }
 
 const ROWS: &[Row] = &[
@@ -340,6 +415,105 @@ const ROWS: &[Row] = &[
         envp: &[],
         want: Want::Deny(Reason::ArgvEmpty),
     },
+    Row {
+        what: "breakglass: every exec allowed, audited",
+        tree: base,
+        policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"breakglass\"\n",
+        target: b"/ws/payload",
+        argv: &[b"payload"],
+        envp: &[],
+        want: Want::Breakglass,
+    },
+    Row {
+        what: "a deleted workspace ELF, even in development",
+        tree: deleted,
+        policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\n",
+        target: b"/ws/gone",
+        argv: &[b"gone"],
+        envp: &[],
+        want: Want::Deny(Reason::AnonymousNative),
+    },
+    Row {
+        what: "a protected runtime started by another program than its wrapper",
+        tree: runtime,
+        policy: RUNTIME,
+        target: b"/usr/bin/node",
+        argv: &[b"node"],
+        envp: &[],
+        want: Want::Deny(Reason::ProtectedRuntimeDirect),
+    },
+    Row {
+        what: "a workspace script naming a protected runtime",
+        tree: runtime,
+        policy: RUNTIME,
+        target: b"/ws/run.js",
+        argv: &[b"run.js"],
+        envp: &[],
+        want: Want::Deny(Reason::ProtectedRuntimeScript),
+    },
+    Row {
+        what: "a protected runtime, and no /proc to ask who starts it",
+        tree: runtime_no_proc,
+        policy: RUNTIME,
+        target: b"/usr/bin/node",
+        argv: &[b"node"],
+        envp: &[],
+        want: Want::Deny(Reason::ProcUnavailable),
+    },
+    Row {
+        what: "an execute-only workspace file",
+        tree: execute_only,
+        policy: WS,
+        target: b"/ws/secret",
+        argv: &[b"secret"],
+        envp: &[],
+        want: Want::Deny(Reason::UnreadableMutable),
+    },
+    Row {
+        what: "a workspace file neither ELF nor #!",
+        tree: unknown_format,
+        policy: WS,
+        target: b"/ws/data.bin",
+        argv: &[b"data.bin"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableUnknownFormat),
+    },
+    Row {
+        what: "a #! chain deeper than the kernel follows",
+        tree: deep_chain,
+        policy: WS,
+        target: b"/ws/s1",
+        argv: &[b"s1"],
+        envp: &[],
+        want: Want::Deny(Reason::ShebangTooDeep),
+    },
+    Row {
+        what: "env -S with a quote in a workspace script",
+        tree: env_quoted,
+        policy: WS,
+        target: b"/ws/quoted.sh",
+        argv: &[b"quoted.sh"],
+        envp: &[],
+        want: Want::Deny(Reason::ShebangAmbiguous),
+    },
+    Row {
+        what: "the loader asked to find its program in library directories",
+        tree: loader,
+        policy: WS,
+        target: b"/usr/lib64/ld-linux-x86-64.so.2",
+        argv: &[b"ld.so", b"payload"],
+        envp: &[],
+        want: Want::Deny(Reason::LoaderAmbiguous),
+    },
+    Row {
+        what: "a canonical name longer than the guard hands the kernel",
+        tree: long_name,
+        policy: WS,
+        target: b"/ws/far",
+        argv: &[b"far"],
+        envp: &[],
+        want: Want::Deny(Reason::PathTooLong),
+    },
 ];
 
 /// What the engine answered for `row`, in the row's terms (`None`: as wanted).
@@ -347,9 +521,10 @@ fn mismatch(row: &Row) -> Option<std::string::String> {
     let mut sys = MemSys::new();
     (row.tree)(&mut sys);
     let policy = Policy::parse(row.policy.as_bytes()).unwrap();
+    let runtimes = RuntimeIds::resolve(&mut sys, &policy);
     let ctx = Context {
         policy: &policy,
-        runtimes: &RuntimeIds::NONE,
+        runtimes: &runtimes,
         self_lib: None,
         memo: None,
     };
@@ -364,7 +539,10 @@ fn mismatch(row: &Row) -> Option<std::string::String> {
     let verdict = decide_launch(&mut sys, &ctx, &req, &mut exec_as, &mut launch);
     let launch: Option<Vec<Vec<u8>>> = launch.map(|l| l.argv().map(<[u8]>::to_vec).collect());
     let ok = match (&row.want, &verdict) {
-        (Want::Allow, Verdict::Allow(_)) => launch.is_none() && exec_as.as_bytes().is_empty(),
+        (Want::Allow, Verdict::Allow(Reason::Allowed)) => {
+            launch.is_none() && exec_as.as_bytes().is_empty()
+        }
+        (Want::Breakglass, Verdict::Allow(Reason::Breakglass)) => true,
         (Want::Launch(w), Verdict::Allow(_)) => launch
             .as_ref()
             .is_some_and(|l| l.iter().map(Vec::as_slice).eq(w.iter().copied())),
@@ -381,6 +559,64 @@ fn mismatch(row: &Row) -> Option<std::string::String> {
             crate::text::Lossy(exec_as.as_bytes())
         )
     })
+}
+
+/// The codes the engine never gives, and where each is given and tested instead.
+const NOT_THE_ENGINES: &[(Reason, &str)] = &[
+    (
+        Reason::EnvironmentTooLarge,
+        "the preload's environment rewrite (tests/guard_sticky.rs)",
+    ),
+    (
+        Reason::EnvironmentNotSticky,
+        "the preload's entry points (tests/guard_sticky.rs, tests/guard_around_hooks.rs)",
+    ),
+    (
+        Reason::PolicyMissing,
+        "guard/load and the preload's state (tests/guard_bad_input.rs)",
+    ),
+    (
+        Reason::PolicyInvalid,
+        "guard/load and the preload's state (tests/guard_bad_input.rs)",
+    ),
+    (
+        Reason::PolicyUntrusted,
+        "guard/load and the preload's state (tests/guard_system_policy.rs)",
+    ),
+    (
+        Reason::AuditUnwritable,
+        "the preload's audit and the session's preflight (tests/guard_audit.rs)",
+    ),
+    (Reason::SyscallX32, "the preload's raw-syscall hook"),
+    (Reason::SpawnActions, "the preload's posix_spawn hook"),
+    // The engine's own: a chain longer than its bound, a runtime index it found itself.
+    (
+        Reason::InternalError,
+        "no input reaches it (the preload's state gives it for a lost lock)",
+    ),
+];
+
+/// One row per code: every reason the engine gives has a row that produces it, and every
+/// other one is named with where it is given.
+#[test]
+fn every_reason_has_its_row() {
+    for reason in Reason::ALL {
+        let rows = ROWS
+            .iter()
+            .filter(|r| match r.want {
+                Want::Deny(d) => d == reason,
+                Want::Breakglass => reason == Reason::Breakglass,
+                Want::Allow | Want::Launch(_) | Want::ExecAs(_) => reason == Reason::Allowed,
+                Want::Kernel(_) => false,
+            })
+            .count();
+        let elsewhere = NOT_THE_ENGINES.iter().any(|(r, _)| *r == reason);
+        assert!(
+            (rows > 0) != elsewhere,
+            "{}: {rows} rows, named elsewhere: {elsewhere}",
+            reason.code()
+        );
+    }
 }
 
 #[test]
