@@ -3,6 +3,9 @@
 //! the ELF run. The guard starts a mutable script through its interpreter (which reads the
 //! file as text) and a file outside the write set by a name the session cannot redirect, so a
 //! swap after the check changes nothing. Unsealed, as root and as a non-root user.
+//!
+//! Each race carries its positive control ([`counts`]): the swaps happened, during execs, and
+//! the guard refused the ELF it saw; a racer that does not swap fails every test here.
 
 mod support;
 
@@ -16,25 +19,59 @@ fn race_program() -> &'static std::path::Path {
     RACE.get_or_init(|| compile(&support_dir(), "race.c", "race", &[]))
 }
 
-fn counts(o: &Outcome) -> (usize, usize, usize, usize) {
+/// What one run of the racer counted.
+struct Race {
+    /// Runs of the workspace ELF (the attack's success).
+    elf: usize,
+    /// Runs of the allowed program (the script, or the system program).
+    allowed: usize,
+    /// Starts the guard refused.
+    refused: usize,
+    other: usize,
+}
+
+/// The racer's `RACE` line, after its positive control: the swapper never failed, swapped,
+/// and at least one swap completed during an exec; and the guard refused some starts, so the
+/// workspace ELF really was what the path named when it checked. Without these the run
+/// proves nothing (a swapper that never swapped passes every assertion on `elf`).
+#[track_caller]
+fn counts(o: &Outcome, label: &str) -> Race {
     let line = o
         .stdout
         .lines()
         .find(|l| l.starts_with("RACE "))
-        .unwrap_or_else(|| panic!("no RACE line\n{o}"));
+        .unwrap_or_else(|| panic!("{label}: no RACE line\n{o}"));
     let field = |k: &str| -> usize {
         line.split(' ')
             .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
-            .unwrap()
+            .unwrap_or_else(|| panic!("{label}: no {k}= in {line}"))
             .parse()
             .unwrap()
     };
-    (
-        field("elf"),
-        field("script"),
-        field("refused"),
-        field("other"),
-    )
+    assert_eq!(
+        field("swap_errno"),
+        0,
+        "{label}: a swap failed: {line}\n{o}"
+    );
+    assert!(
+        field("swaps") > 0,
+        "{label}: nothing was swapped: {line}\n{o}"
+    );
+    assert!(
+        field("raced") > 0,
+        "{label}: no swap happened during an exec: {line}\n{o}"
+    );
+    let race = Race {
+        elf: field("elf"),
+        allowed: field("script"),
+        refused: field("refused"),
+        other: field("other"),
+    };
+    assert!(
+        race.refused > 0,
+        "{label}: the guard never saw the ELF (nothing refused): {line}\n{o}"
+    );
+    race
 }
 
 #[test]
@@ -57,7 +94,11 @@ fn swapping_a_script_and_an_elf_never_runs_the_elf() {
             let o = run(who.apply(&mut cmd));
             // `other`: the interpreter was started for the script and read the ELF swapped in
             // after the decision as text (a syntax error): nothing native ran.
-            let (elf, script, _refused, _other) = counts(&o);
+            let Race {
+                elf,
+                allowed: script,
+                ..
+            } = counts(&o, &format!("{} {way}", who.label()));
             assert_eq!(
                 elf,
                 0,
@@ -93,7 +134,12 @@ fn swapping_a_workspace_symlink_to_a_system_program_never_runs_the_elf() {
             let mut cmd = f.guarded(&f.strict(), &racer);
             cmd.arg(way).arg(&x).arg(&y).arg(N.to_string());
             let o = run(who.apply(&mut cmd));
-            let (elf, allowed, _refused, other) = counts(&o);
+            let Race {
+                elf,
+                allowed,
+                other,
+                ..
+            } = counts(&o, &format!("{} {way}", who.label()));
             assert_eq!(
                 elf,
                 0,
@@ -129,7 +175,12 @@ fn a_descriptor_swapped_after_the_check_never_runs_the_elf() {
             let mut cmd = f.guarded(&f.strict(), &system);
             cmd.arg(way).arg(&elf).arg(&system).arg(N.to_string());
             let o = run(who.apply(&mut cmd));
-            let (elf_runs, allowed, _refused, other) = counts(&o);
+            let Race {
+                elf: elf_runs,
+                allowed,
+                other,
+                ..
+            } = counts(&o, &format!("{} {way}", who.label()));
             let who = who.label();
             assert_eq!(
                 elf_runs, 0,
@@ -165,7 +216,12 @@ fn a_cwd_changed_after_the_check_never_runs_the_elf() {
             .arg(&sys_dir)
             .arg(N.to_string());
         let o = run(who.apply(&mut cmd));
-        let (elf, allowed, _refused, other) = counts(&o);
+        let Race {
+            elf,
+            allowed,
+            other,
+            ..
+        } = counts(&o, &who.label());
         assert_eq!(
             elf,
             0,

@@ -13,7 +13,13 @@
  * when it runs from a workspace (its /proc/self/exe has a /ws/ component), else 7. Prints:
  *
  *   RACE elf=<workspace ELF runs> script=<allowed runs> refused=<starts that failed>
- *        other=<anything else>
+ *        other=<anything else> swaps=<swaps done> raced=<starts a swap happened during>
+ *        swap_errno=<errno of the first failed swap, or 0>
+ *
+ * The last three are the attack's positive control: a swap that fails stops the swapper and
+ * is reported, and `raced` counts the starts during which at least one swap completed (from
+ * the exec call to its return, for posix_spawn; from the call in the child to the child's
+ * end, for execve and fexecve).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,20 +45,40 @@ static atomic_int stop;
 
 static int fd_a = -1, fd_b = -1, cwd_race = 0;
 
+/* Shared with the fork children (which swap their own descriptor 3 for fexecve-fd, and
+ * record when their exec began). */
+struct counters {
+    atomic_long swaps;     /* swaps done, by every swapper */
+    atomic_int swap_errno; /* the first failed swap's errno */
+    atomic_long before;    /* a child's swap count when it called exec */
+    atomic_int child_raced;    /* 1 when a child's failed exec saw a swap */
+    atomic_int child_returned; /* 1 when a child's exec returned */
+};
+static struct counters *shared;
+
+static int swap_failed(void) {
+    int e = errno ? errno : -1;
+    int zero = 0;
+    atomic_compare_exchange_strong(&shared->swap_errno, &zero, e);
+    return 1;
+}
+
 static void *swapper(void *unused) {
     (void)unused;
     while (!atomic_load(&stop)) {
         if (cwd_race) {
             /* posix_spawn-cwd: the cwd is PATH, then OTHER, then PATH... */
             if (chdir(a) || chdir(b))
-                return NULL;
+                return swap_failed(), NULL;
         } else if (fd_a >= 0) {
             /* posix_spawn-fd: descriptor 3 is PATH, then OTHER, then PATH... */
-            dup2(fd_a, 3);
-            dup2(fd_b, 3);
+            if (dup2(fd_a, 3) != 3 || dup2(fd_b, 3) != 3)
+                return swap_failed(), NULL;
         } else {
-            syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+            if (syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0)
+                return swap_failed(), NULL;
         }
+        atomic_fetch_add(&shared->swaps, 1);
     }
     return NULL;
 }
@@ -69,6 +96,9 @@ int main(int argc, char **argv) {
         dprintf(2, "usage: race posix_spawn|execve|posix_spawn-fd PATH OTHER N\n");
         return 99;
     }
+    shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED)
+        return 94;
     int spawn = !strncmp(argv[1], "posix_spawn", 11);
     a = argv[2];
     b = argv[3];
@@ -94,17 +124,22 @@ int main(int argc, char **argv) {
     /* fexecve-fd: each child swaps its own descriptor 3 (a fork copies only its thread). */
     if (!fexec && pthread_create(&t, NULL, swapper, NULL) != 0)
         return 98;
-    int elf = 0, script = 0, refused = 0, other = 0;
+    int elf = 0, script = 0, refused = 0, other = 0, raced = 0;
     const char *spawned = cwd_race ? "./x" : a;
     char *child_argv[] = {(char *)spawned, "--payload", NULL};
     for (int i = 0; i < n; i++) {
         pid_t pid;
         if (spawn) {
-            if (posix_spawn(&pid, spawned, NULL, NULL, child_argv, environ) != 0) {
+            long before = atomic_load(&shared->swaps);
+            int rc = posix_spawn(&pid, spawned, NULL, NULL, child_argv, environ);
+            raced += atomic_load(&shared->swaps) != before;
+            if (rc != 0) {
                 refused++;
                 continue;
             }
         } else {
+            atomic_store(&shared->child_returned, 0);
+            atomic_store(&shared->child_raced, 0);
             pid = fork();
             if (pid == 0 && fexec) {
                 /* fexecve(3) while another thread of this child dup2s PATH and OTHER onto
@@ -112,17 +147,29 @@ int main(int argc, char **argv) {
                 pthread_t c;
                 if (dup2(fd_b, 3) != 3 || pthread_create(&c, NULL, swapper, NULL) != 0)
                     _exit(98);
+                long before = atomic_load(&shared->swaps);
+                atomic_store(&shared->before, before);
                 fexecve(3, child_argv, environ);
+                atomic_store(&shared->child_raced, atomic_load(&shared->swaps) != before);
+                atomic_store(&shared->child_returned, 1);
                 _exit(113);
             }
             if (pid == 0) {
+                long before = atomic_load(&shared->swaps);
+                atomic_store(&shared->before, before);
                 execve(a, child_argv, environ);
+                atomic_store(&shared->child_raced, atomic_load(&shared->swaps) != before);
+                atomic_store(&shared->child_returned, 1);
                 _exit(113);
             }
         }
         int status;
         if (waitpid(pid, &status, 0) < 0)
             return 97;
+        if (!spawn)
+            raced += atomic_load(&shared->child_returned)
+                         ? atomic_load(&shared->child_raced)
+                         : atomic_load(&shared->swaps) != atomic_load(&shared->before);
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         if (code == 42)
             elf++;
@@ -136,6 +183,8 @@ int main(int argc, char **argv) {
     atomic_store(&stop, 1);
     if (!fexec)
         pthread_join(t, NULL);
-    dprintf(1, "RACE elf=%d script=%d refused=%d other=%d\n", elf, script, refused, other);
+    dprintf(1, "RACE elf=%d script=%d refused=%d other=%d swaps=%ld raced=%d swap_errno=%d\n", elf,
+            script, refused, other, atomic_load(&shared->swaps), raced,
+            atomic_load(&shared->swap_errno));
     return 0;
 }
