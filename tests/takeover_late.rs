@@ -3,6 +3,7 @@
 //! the session created itself is checked too (red-team findings).
 
 use execguard_testkit::{identities, Identity};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -21,9 +22,11 @@ fn command(
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&base);
-    let (ws, home) = (base.join("ws"), base.join("home"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    let (ws, home, runtime) = (base.join("ws"), base.join("home"), base.join("runtime"));
+    for d in [&ws, &home, &runtime] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
     prepare(&ws);
     who.own(&base);
     let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
@@ -35,6 +38,7 @@ fn command(
         .args(["--", "/bin/sh", "-c", script])
         .current_dir(&ws)
         .env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &runtime)
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .stdin(Stdio::null());
     (ws, c)
@@ -56,22 +60,68 @@ fn git_init(ws: &Path) {
     assert!(init.success());
 }
 
+/// A FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that lives across the call.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(
+        rc,
+        0,
+        "mkfifo {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+/// A process the session detached (`setsid`, in the background) is ended with the session:
+/// it never plants a hook afterwards. Events, not time: the detached process holds `go` open
+/// (read and write, so holding it never blocks) and says so on `up`, which the session waits
+/// for before it prints `started` and ends; the process would plant once a line arrives on
+/// `go`. After the session, opening `go` for writing without blocking fails with `ENXIO`
+/// exactly when no process holds it: then no survivor can plant. A survivor is a failure at
+/// once (it is given the line, to show what it would have done).
 #[test]
 fn a_detached_process_cannot_plant_after_the_session() {
     for who in identities() {
         let plant = "printf '#!/bin/sh\\necho HOOK\\n' > h && chmod +x h && \
-                     setsid sh -c 'sleep 2; cp h .git/hooks/pre-commit' </dev/null >/dev/null 2>&1 & echo started";
-        let (ws, out) = session(who, "late", git_init, plant);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+                     setsid sh -c 'exec 3<>go; echo up > up; read line <&3; cp h .git/hooks/pre-commit; echo planted > planted' \
+                     </dev/null >/dev/null 2>&1 & \
+                     timeout 20 cat up && echo started";
+        let fifos = |ws: &Path| {
+            git_init(ws);
+            mkfifo(&ws.join("go"));
+            mkfifo(&ws.join("up"));
+        };
+        let (ws, out) = session(who, "late", fifos, plant);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        // The positive control: the detached process ran, holding `go`, before the end.
         assert!(
-            String::from_utf8_lossy(&out.stdout).contains("started"),
-            "[{}] {stderr}",
+            stdout.contains("up\nstarted"),
+            "[{}] the detached process never said it was up\nstdout: {stdout}\nstderr: {stderr}",
             who.label()
         );
-        std::thread::sleep(std::time::Duration::from_secs(3));
+        let go = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(ws.join("go"));
+        match go {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("[{}] open go: {e}", who.label()),
+            Ok(mut go) => {
+                let _ = std::io::Write::write_all(&mut go, b"go\n");
+                panic!(
+                    "[{}] a process of the session outlived it, waiting to plant a hook\nstderr: {stderr}",
+                    who.label()
+                );
+            }
+        }
         assert!(
-            !ws.join(".git/hooks/pre-commit").exists(),
-            "[{}] a process of the session planted the hook after it ended",
+            !ws.join(".git/hooks/pre-commit").exists() && !ws.join("planted").exists(),
+            "[{}] a process of the session planted the hook",
             who.label()
         );
     }
@@ -104,29 +154,34 @@ fn a_repository_created_in_the_session_is_checked_too() {
     }
 }
 
-/// [`command`], ended with SIGKILL when it takes longer than `secs`: `None` then.
+/// [`command`], ended with SIGKILL when it takes longer than `secs`: its output, or `None`
+/// then. A thread waits for it and hands the output over; the test waits for that event.
 fn session_within(
     who: Identity,
     name: &str,
     prepare: impl Fn(&Path),
     script: &str,
     secs: u64,
-) -> (PathBuf, Option<std::process::ExitStatus>) {
+) -> (PathBuf, Option<Output>) {
     let (ws, mut c) = command(who, name, prepare, &[], script);
-    let mut child = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..secs * 10 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return (ws, Some(status));
+    let pid = child.id() as libc::pid_t;
+    let (done, finished) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
+    match finished.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(out) => (ws, Some(out)),
+        Err(_) => {
+            // SAFETY: kill takes no pointers; `pid` is our child, not yet reaped (the waiter
+            // has not returned).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = waiter.join();
+            (ws, None)
         }
-        std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    (ws, None)
 }
 
 /// The supervisor reads what the session left, outside the session: a FIFO where git keeps a
@@ -156,10 +211,23 @@ fn a_fifo_or_an_unreadable_file_never_stops_the_quarantine() {
     ];
     for who in identities() {
         for (name, script, repo) in &cases {
-            let (ws, status) = session_within(who, name, git_init, script, 30);
+            let (ws, out) = session_within(who, name, git_init, script, 30);
+            let out = out.unwrap_or_else(|| {
+                panic!(
+                    "[{} {name}] the supervisor did not end within 30 s",
+                    who.label()
+                )
+            });
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // The positive control: the session planted the hook and its obstacle.
             assert!(
-                status.is_some(),
-                "[{} {name}] the supervisor did not end within 30 s",
+                String::from_utf8_lossy(&out.stdout).contains("planted"),
+                "[{} {name}] the session did not plant: {stderr}",
+                who.label()
+            );
+            assert!(
+                stderr.contains("quarantine"),
+                "[{} {name}] no quarantine happened: {stderr}",
                 who.label()
             );
             let planted = ws.join(repo).join(".git/hooks/pre-commit");
