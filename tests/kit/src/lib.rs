@@ -122,10 +122,50 @@ pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| v == "true" || v == "1")
 }
 
-/// Says loudly that `what` is skipped; under CI a skip is a failure.
+/// The file every skip is appended to (`scripts/test` sets it and counts its lines).
+pub const SKIP_LOG_VAR: &str = "EXECGUARD_SKIP_LOG";
+
+/// Says loudly that `what` is skipped; under CI a skip is a failure. The test runner hides a
+/// passing test's stderr, so the skip is also appended to the file `$EXECGUARD_SKIP_LOG` names
+/// (one line: the test binary, the test, the reason), which `scripts/test` reports at its end.
 pub fn skip(what: &str) {
     assert!(!in_ci(), "CI=true: {what} must not be skipped");
     eprintln!("SKIP: {what}");
+    if let Some(log) = std::env::var_os(SKIP_LOG_VAR) {
+        record_skip(Path::new(&log), what);
+    }
+}
+
+/// Appends the skip of `what` by the running test to `log`.
+fn record_skip(log: &Path, what: &str) {
+    let line = skip_line(what);
+    // One write of one line with O_APPEND: concurrent test binaries never interleave.
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = written {
+        panic!("cannot record the skip in {}: {e}", log.display());
+    }
+}
+
+/// `<test binary>\t<test>\t<reason>\n`: the binary as cargo names it in its `Running` line
+/// (`guard_race-<hash>`), the test as libtest names its thread.
+fn skip_line(what: &str) -> String {
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "?".into());
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    let one_line = |s: &str| s.replace(['\t', '\n'], " ");
+    format!(
+        "{}\t{}\t{}\n",
+        one_line(&binary),
+        one_line(test),
+        one_line(what)
+    )
 }
 
 /// Returns true when running as root; otherwise says loudly that `what` is skipped (a
@@ -240,6 +280,25 @@ pub fn dir_for(who: &Identity, parent: &Path, name: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line `scripts/test` reads: this binary as cargo's `Running` line names it, this
+    /// test as its `test ... ok` line names it, the reason on one line.
+    #[test]
+    fn a_skip_is_recorded_with_the_binary_and_the_test() {
+        let log = std::env::temp_dir().join(format!("execguard-kit-skips-{}", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        record_skip(&log, "first\treason");
+        record_skip(&log, "second\nreason");
+        let text = std::fs::read_to_string(&log).unwrap();
+        let _ = std::fs::remove_file(&log);
+        let binary = std::env::current_exe().unwrap();
+        let binary = binary.file_name().unwrap().to_str().unwrap();
+        let test = "tests::a_skip_is_recorded_with_the_binary_and_the_test";
+        assert_eq!(
+            text,
+            format!("{binary}\t{test}\tfirst reason\n{binary}\t{test}\tsecond reason\n")
+        );
+    }
 
     #[test]
     fn the_non_root_identity_really_is_not_root() {
