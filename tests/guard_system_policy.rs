@@ -47,6 +47,11 @@ fn strict_for(f: &Fixture) -> String {
 
 #[test]
 fn the_system_policy_wins_over_the_environment() {
+    if !execguard_testkit::require_root(
+        "a system policy: installing one needs root (a mount namespace, a root-owned file)",
+    ) {
+        return;
+    }
     let f = Fixture::new("sys-policy");
     let o = with_system_policy(&f, &strict_for(&f), 0, 0o644, &["execve", s(&f.payload)]);
     o.assert_denied("mutable_native");
@@ -58,6 +63,11 @@ fn the_system_policy_wins_over_the_environment() {
 
 #[test]
 fn an_untrusted_or_invalid_system_policy_refuses_every_exec() {
+    if !execguard_testkit::require_root(
+        "a system policy: installing one needs root (a mount namespace, a root-owned file)",
+    ) {
+        return;
+    }
     let f = Fixture::new("sys-untrusted");
     let strict = strict_for(&f);
     for (uid, mode, reason) in [

@@ -362,8 +362,10 @@ mod tests {
 
     #[test]
     fn written_once_root_owned_0444_and_loaded_back() {
-        // The integration suite runs as root; these assertions need root to create root-owned files.
-        assert_eq!(sys::geteuid(), 0, "state tests must run as root (CI does)");
+        // Root-owned files need root: without it the kit skips loudly (a failure under CI).
+        if !execguard_testkit::require_root("the state files: they are root-owned") {
+            return;
+        }
         let paths = temp_paths("write");
         assert_eq!(load_state(&paths).unwrap(), None);
         write_state(&paths, &sample()).unwrap();
