@@ -308,7 +308,7 @@ fn prepare(
     let arbitrary = matches!(mode, Mode::Arbitrary(_));
     let mut reductions = Vec::new();
     if session.profile == execguard_policy::Profile::Breakglass {
-        reductions.push(Reduction::Breakglass);
+        reductions.push(Reduction::Profile(execguard_policy::Profile::Breakglass));
     }
     if arbitrary {
         reductions.push(Reduction::ArbitraryCommand);

@@ -28,44 +28,18 @@ pub const FILE_AUTONOMY: &str = "autonomy";
 pub const FILE_MUTABILITY: &str = "mutability";
 pub const FILE_ASSURANCE: &str = "assurance";
 
-/// Why a session runs with less assurance than a managed provider session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Reduction {
-    /// The operator acknowledged breakglass.
-    Breakglass,
-    /// An arbitrary command runs instead of the provider.
-    ArbitraryCommand,
-    /// Strict without the Landlock seal (the kernel cannot enforce it; the operator accepted).
-    Unsealed,
-    /// Strict with a writable write-set mount that is not `noexec` (the operator accepted).
-    ExecMappings,
-    /// The workspace's provider configuration loads in a strict session (acknowledged today).
-    RepoConfig,
-}
+/// Why a session runs with less assurance than a managed provider session: the one
+/// [`Reduction`] of every layer (`Profile(Breakglass)`: the operator acknowledged breakglass).
+pub use execguard_policy::Reduction;
 
-impl Reduction {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Breakglass => "breakglass",
-            Self::ArbitraryCommand => "arbitrary-command",
-            Self::Unsealed => "unsealed",
-            Self::ExecMappings => "exec-mappings",
-            Self::RepoConfig => "repo-config",
-        }
-    }
-
-    fn from_name(s: &str) -> Option<Self> {
-        [
-            Self::Breakglass,
-            Self::ArbitraryCommand,
-            Self::Unsealed,
-            Self::ExecMappings,
-            Self::RepoConfig,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == s)
-    }
-}
+/// The reductions the entrypoint gives, and so the only ones its state file may name.
+const CONTAINER_REDUCTIONS: [Reduction; 5] = [
+    Reduction::Profile(Profile::Breakglass),
+    Reduction::ArbitraryCommand,
+    Reduction::Unsealed,
+    Reduction::ExecMappings,
+    Reduction::RepoConfig,
+];
 
 /// `managed`, or `reduced:<reason>[,<reason>...]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +75,7 @@ impl Assurance {
         let list = s.strip_prefix("reduced:")?;
         let reductions = list
             .split(',')
-            .map(Reduction::from_name)
+            .map(|name| Reduction::from_name(name).filter(|r| CONTAINER_REDUCTIONS.contains(r)))
             .collect::<Option<Vec<_>>>()?;
         let parsed = Self::new(reductions);
         (parsed.to_string() == s).then_some(parsed)

@@ -64,7 +64,7 @@ pub fn seal(
             },
             reduced: match policy.profile() {
                 Profile::Strict => None,
-                p => Some(p.as_str()),
+                p => Some(execguard_policy::Reduction::Profile(p)),
             },
         },
     )?;

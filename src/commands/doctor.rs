@@ -1,6 +1,7 @@
 //! `execguard doctor`: what protects this process and this machine, and what does not.
 
 use anyhow::Result;
+use execguard_policy::Reduction;
 use execguard_seal::{Assurance, MountReport, Partition};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -63,22 +64,22 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
     let mut reductions = Vec::new();
     match profile {
         Some(execguard_policy::Profile::Strict) => {}
-        Some(p) => reductions.push(p.as_str().to_string()),
-        None => reductions.push("no_policy".into()),
+        Some(p) => reductions.push(Reduction::Profile(p)),
+        None => reductions.push(Reduction::NoPolicy),
     }
     if !matches!(exec_probe, Some((_, true))) {
-        reductions.push("unsealed".into());
+        reductions.push(Reduction::Unsealed);
     }
     if seccomp_filters == 0 {
-        reductions.push("no_seccomp".into());
+        reductions.push(Reduction::NoSeccomp);
     }
     // A reduced profile's workspace keeps exec on purpose (its profile is the reduction).
     let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
     if report.iter().any(|m| !m.noexec && !in_both(m)) {
-        reductions.push("write_set_not_all_noexec".into());
+        reductions.push(Reduction::WriteSetNotAllNoexec);
     }
     if !aliases.is_empty() {
-        reductions.push("write_set_aliased".into());
+        reductions.push(Reduction::WriteSetAliased);
     }
     Observed {
         landlock_abi: execguard_seal::kernel_abi().ok(),

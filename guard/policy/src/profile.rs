@@ -1,7 +1,7 @@
 //! Guard profiles.
 
 /// How strictly the guard treats native code from mutable places.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Profile {
     /// Default managed session: every rule on.
     Strict,

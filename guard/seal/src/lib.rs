@@ -54,6 +54,7 @@ pub use test_hooks::test_hooks_at;
 pub use test_hooks::{PAUSE_ENV, REDIRECT_ENV};
 
 use self::landlock::landlock_rules;
+use execguard_policy::Reduction;
 use partition::beneath;
 
 /// How the seal is applied.
@@ -68,7 +69,7 @@ pub struct Options {
     pub mounts: MountsMode,
     /// The caller's reason this session is reduced (the profile that grants the workspace
     /// both rights and allows executable memfds: `development`, `build`), reported first.
-    pub reduced: Option<&'static str>,
+    pub reduced: Option<Reduction>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,11 +126,11 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
             // made read-only yet are noexec with their roots, so their programs do not run.
             (true, true) => {
                 eprintln!("execguard: notice: the exec dirs are not all mounted executable ({e}): programs in them may not run in this session");
-                reductions.push("exec_dirs_noexec".to_string());
+                reductions.push(Reduction::ExecDirsNoexec);
             }
             (_, false) => {
                 eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
-                reductions.push("mappings_guard_only".to_string());
+                reductions.push(Reduction::MappingsGuardOnly);
             }
         }
     }
@@ -151,19 +152,19 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
         None => report::report(partition),
     };
     if let Some(why) = options.reduced {
-        reductions.insert(0, why.to_string());
+        reductions.insert(0, why);
     } else {
         if !partition.both.is_empty() {
-            reductions.insert(0, "workspace_writable_and_executable".to_string());
+            reductions.insert(0, Reduction::WorkspaceWritableAndExecutable);
         }
         if !options.memfd_noexec {
-            reductions.push("memfd_exec_allowed".to_string());
+            reductions.push(Reduction::MemfdExecAllowed);
         }
     }
     // A reduced profile's workspace keeps exec on purpose: every other mount must be noexec.
     let in_both = |m: &MountReport| partition.both.iter().any(|b| beneath(&m.mount_point, b));
     if made && mounts.iter().any(|m| !m.noexec && !in_both(m)) {
-        reductions.push("write_set_not_all_noexec".to_string());
+        reductions.push(Reduction::WriteSetNotAllNoexec);
     }
     Ok(Enforcement {
         landlock,

@@ -5,6 +5,7 @@
 use crate::mount_calls::{flags_of, reach};
 use crate::mountinfo::{forget, table, Lookup, Mount};
 use crate::partition::{beneath, Partition};
+use execguard_policy::Reduction;
 use landlock::{AccessFs, BitFlags};
 use serde::Serialize;
 use std::path::Path;
@@ -65,11 +66,11 @@ pub struct MountReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(into = "String")]
 pub struct Assurance {
-    pub reductions: Vec<String>,
+    pub reductions: Vec<Reduction>,
 }
 
 impl Assurance {
-    pub fn from_reductions(reductions: Vec<String>) -> Self {
+    pub fn from_reductions(reductions: Vec<Reduction>) -> Self {
         Assurance { reductions }
     }
 
@@ -83,7 +84,14 @@ impl std::fmt::Display for Assurance {
         if self.reductions.is_empty() {
             f.write_str("strict")
         } else {
-            write!(f, "reduced:{}", self.reductions.join(","))
+            f.write_str("reduced:")?;
+            for (i, r) in self.reductions.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                f.write_str(r.as_str())?;
+            }
+            Ok(())
         }
     }
 }
