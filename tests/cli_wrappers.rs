@@ -85,6 +85,10 @@ impl Repo {
         setup_git(&repo, &["init", "-q", "-b", "main"]);
         setup_git(&repo, &["config", "user.name", "T"]);
         setup_git(&repo, &["config", "user.email", "t@example.invalid"]);
+        for d in ["home", "runtime"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::set_permissions(root.join("runtime"), fs::Permissions::from_mode(0o700)).unwrap();
         let marker = root.join("pre-commit.marker");
         write_exec(
             &repo.join(".git/hooks/pre-commit"),
@@ -104,6 +108,8 @@ impl Repo {
             .arg("--")
             .args(args)
             .current_dir(&self.repo)
+            .env("HOME", self.root.join("home"))
+            .env("XDG_RUNTIME_DIR", self.root.join("runtime"))
             .env_remove("EXECGUARD_POLICY")
             .env_remove("LD_PRELOAD")
             .output()
@@ -115,6 +121,8 @@ impl Repo {
             .arg("check")
             .args(args)
             .current_dir(&self.repo)
+            .env("HOME", self.root.join("home"))
+            .env("XDG_RUNTIME_DIR", self.root.join("runtime"))
             .env_remove("EXECGUARD_POLICY")
             .env_remove("LD_PRELOAD")
             .output()
@@ -514,8 +522,15 @@ impl Session {
             root,
         };
         s.mkdir(&s.home);
+        s.mkdir(&s.runtime());
+        fs::set_permissions(s.runtime(), fs::Permissions::from_mode(0o700)).unwrap();
         s.init_repo(&s.repo);
         s
+    }
+
+    /// The scenario's own `XDG_RUNTIME_DIR` (no test shares `/tmp/execguard-UID`).
+    fn runtime(&self) -> PathBuf {
+        self.root.join("runtime")
     }
 
     fn mkdir(&self, d: &Path) {
@@ -577,6 +592,7 @@ impl Session {
         c.arg("run").arg("--").args(args).current_dir(dir);
         self.who.apply(&mut c);
         c.env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", self.runtime())
             .env_remove("EXECGUARD_POLICY")
             .env_remove("LD_PRELOAD")
             .env_remove("XDG_CONFIG_HOME")
@@ -634,35 +650,272 @@ impl Drop for Session {
     }
 }
 
+/// What a program did on a pseudo-terminal.
+struct OnTerminal {
+    status: Option<i32>,
+    /// Everything it wrote to the terminal (and the answers, echoed).
+    transcript: String,
+}
+
+/// Runs `cmd` as the session leader of a new pseudo-terminal (stdin, stdout and stderr, and
+/// its controlling terminal, so `/dev/tty` is the same; 24x80), as pagers and prompts need.
+/// Each `(prompt, answer)` is typed once the prompt has appeared, in order: an event, never a
+/// delay. Ended with SIGKILL after 60 s (a hang is the failure).
+fn on_terminal(who: &Identity, cmd: &mut Command, answers: &[(&str, &str)]) -> OnTerminal {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: the out-pointers are live ints; the name pointer may be null; `size` lives
+    // across the call.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty returned two new descriptors this function now owns.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // The terminal is the scenario user's, as a login's is.
+    std::os::unix::fs::fchown(&slave, Some(who.uid()), Some(who.gid())).unwrap();
+    let what = format!("{cmd:?}");
+    cmd.stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave);
+    // SAFETY: setsid and ioctl(TIOCSCTTY) are async-signal-safe and touch only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // The child's copies are the only ones left: its end closes the terminal (EIO here).
+    drop(std::mem::replace(cmd, Command::new("/bin/true")));
+    let mut master = std::fs::File::from(master);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (mut transcript, mut next, mut typed_at) = (Vec::new(), 0, 0);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} hung on the terminal\n{}",
+                String::from_utf8_lossy(&transcript)
+            );
+        }
+        let mut pfd = libc::pollfd {
+            fd: master.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one live pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as i32) };
+        if n <= 0 {
+            continue;
+        }
+        let mut buf = [0u8; 4096];
+        match master.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => transcript.extend_from_slice(&buf[..k]),
+            Err(e) if e.raw_os_error() == Some(libc::EIO) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => panic!("reading the terminal of {what}: {e}"),
+        }
+        if let Some((prompt, answer)) = answers.get(next) {
+            let seen = String::from_utf8_lossy(&transcript[typed_at..]).into_owned();
+            if seen.contains(prompt) {
+                master.write_all(answer.as_bytes()).unwrap();
+                typed_at = transcript.len();
+                next += 1;
+            }
+        }
+    }
+    let status = child.wait().unwrap().code();
+    OnTerminal {
+        status,
+        transcript: String::from_utf8_lossy(&transcript).into_owned(),
+    }
+}
+
+impl Session {
+    /// `execguard run -- ARGS` in the repository on a terminal, as the scenario's user.
+    fn guarded_on_terminal(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        answers: &[(&str, &str)],
+    ) -> OnTerminal {
+        let mut c = Command::new(EXECGUARD);
+        c.arg("run").arg("--").args(args).current_dir(&self.repo);
+        self.who.apply(&mut c);
+        c.env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", self.runtime())
+            .env("TERM", "xterm")
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .env_remove("GIT_CONFIG_NOSYSTEM")
+            .env_remove("LESS");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        on_terminal(&self.who, &mut c, answers)
+    }
+
+    /// The same, without execguard: the real git, as the operator's ordinary command would
+    /// run it (no system or global config). The positive control of each neutralised variable.
+    fn unguarded_on_terminal(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        answers: &[(&str, &str)],
+    ) -> OnTerminal {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]).current_dir(&self.repo);
+        self.who.apply(&mut c);
+        c.env("HOME", &self.home)
+            .env("TERM", "xterm")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("LESS")
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        on_terminal(&self.who, &mut c, answers)
+    }
+}
+
+/// The pager, the editor and the askpass a session's environment or `-c` names are
+/// neutralised, not refused: git still pages (through `cat`), asks for credentials on the
+/// terminal, and opens no editor. Each part has its positive control: the same command with
+/// the same variables, run on a terminal by the real git outside the session, does run the
+/// payload (a marker file, at an absolute path, in the scenario directory).
 #[test]
 fn editor_pager_and_askpass_in_the_environment_are_neutralised_not_refused() {
     for who in identities() {
         let s = Session::new(who, "neutral");
-        let marker = s.root.join("pwned");
-        let cmd = format!("touch '{}'", marker.display());
-        let env: Vec<(&str, &str)> = [
-            "EDITOR",
-            "VISUAL",
-            "PAGER",
-            "GIT_PAGER",
-            "GIT_EDITOR",
-            "SSH_ASKPASS",
-            "GIT_ASKPASS",
-        ]
-        .iter()
-        .map(|n| (*n, cmd.as_str()))
-        .chain([("LESSOPEN", "|touch pwned %s")])
-        .collect();
-        s.ok(&s.repo, &["git", "status"], &env);
-        s.ok(&s.repo, &["git", "-p", "log", "-1"], &env);
-        s.ok(
-            &s.repo,
-            &["git", "-c", &format!("core.pager={cmd}"), "-p", "log", "-1"],
-            &[],
+        let label = who.label();
+        let marker = |part: &str| s.root.join(format!("{part}.ran"));
+        let touch = |part: &str| format!("touch '{}'", marker(part).display());
+        let git_log = ["git", "-p", "log", "-1"];
+
+        // The pager, from the environment and from `-c core.pager`: git pages only on a
+        // terminal, so each runs on one.
+        let pager = touch("pager");
+        let pager_env = [("GIT_PAGER", pager.as_str()), ("PAGER", pager.as_str())];
+        let core_pager = format!("core.pager={}", touch("core-pager"));
+        let with_core_pager = ["git", "-c", &core_pager, "-p", "log", "-1"];
+        // LESSOPEN, which `less` runs on its input (`|-`: standard input too).
+        let lessopen = format!("|-{} %s", touch("lessopen"));
+        let less_env = [("PAGER", "less"), ("LESSOPEN", lessopen.as_str())];
+        let cases: [(&str, &[&str], &[(&str, &str)]); 3] = [
+            ("pager", &git_log, &pager_env),
+            ("core-pager", &with_core_pager, &[]),
+            ("lessopen", &git_log, &less_env),
+        ];
+        for (part, args, env) in cases {
+            let unguarded_args: Vec<&str> = std::iter::once(DEBIAN_GIT)
+                .chain(args[1..].iter().copied())
+                .collect();
+            let control = s.unguarded_on_terminal(&unguarded_args, env, &[]);
+            assert!(
+                marker(part).exists(),
+                "{label} {part}: the control never ran the pager's payload: {}",
+                control.transcript
+            );
+            fs::remove_file(marker(part)).unwrap();
+            let t = s.guarded_on_terminal(args, env, &[]);
+            assert_eq!(t.status, Some(0), "{label} {part}: {}", t.transcript);
+            assert!(
+                t.transcript.contains("base"),
+                "{label} {part}: the log was not shown: {}",
+                t.transcript
+            );
+            assert!(
+                !marker(part).exists(),
+                "{label} {part}: the session's pager ran: {}",
+                t.transcript
+            );
+        }
+
+        // The askpass: `git credential fill` asks for a user name and a password. The
+        // session's askpass is never run; git asks on the terminal, and what is typed there
+        // is what it returns.
+        let askpass = s.root.join("askpass");
+        s.write_exec(
+            &askpass,
+            &format!("#!/bin/sh\n{}\necho from-askpass\n", touch("askpass")),
         );
-        // `git commit` without -m: the editor is `:`, so git aborts on the empty message.
-        fs::write(s.repo.join("a.txt"), "changed\n").unwrap();
-        let out = s.run_in(&s.repo, &["git", "commit", "-a"], &env);
+        let askpass = askpass.to_str().unwrap();
+        let ask_env = [("GIT_ASKPASS", askpass), ("SSH_ASKPASS", askpass)];
+        let fill = |git: &str| {
+            format!("printf 'protocol=https\\nhost=example.invalid\\n\\n' | {git} credential fill")
+        };
+        let control = s.unguarded_on_terminal(&["sh", "-c", &fill(DEBIAN_GIT)], &ask_env, &[]);
+        assert!(
+            marker("askpass").exists() && control.transcript.contains("password=from-askpass"),
+            "{label}: the control never ran the askpass: {}",
+            control.transcript
+        );
+        fs::remove_file(marker("askpass")).unwrap();
+        let t = s.guarded_on_terminal(
+            &["sh", "-c", &fill("git")],
+            &ask_env,
+            &[
+                ("Username for 'https://example.invalid': ", "typed-user\n"),
+                (
+                    "Password for 'https://typed-user@example.invalid': ",
+                    "typed-password\n",
+                ),
+            ],
+        );
+        assert_eq!(t.status, Some(0), "{label} askpass: {}", t.transcript);
+        assert!(
+            t.transcript.contains("username=typed-user")
+                && t.transcript.contains("password=typed-password"),
+            "{label}: git did not ask on the terminal: {}",
+            t.transcript
+        );
+        assert!(
+            !marker("askpass").exists(),
+            "{label}: the session's askpass ran: {}",
+            t.transcript
+        );
+
+        // The editor: `git commit` without -m. The control's editor runs (and leaves the
+        // message empty: git aborts, nothing is committed); the session's is `:`, so git
+        // aborts on the empty message without running it.
+        let editor = touch("editor");
+        let editor_env: Vec<(&str, &str)> = ["EDITOR", "VISUAL", "GIT_EDITOR"]
+            .iter()
+            .map(|n| (*n, editor.as_str()))
+            .collect();
+        s.write(&s.repo.join("a.txt"), "changed\n");
+        let control = s.unguarded_on_terminal(&[DEBIAN_GIT, "commit", "-a"], &editor_env, &[]);
+        assert!(
+            marker("editor").exists(),
+            "{label}: the control never ran the editor: {}",
+            control.transcript
+        );
+        fs::remove_file(marker("editor")).unwrap();
+        let out = s.run_in(&s.repo, &["git", "commit", "-a"], &editor_env);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
         assert!(
             text(&out.stderr).contains("empty commit message"),
@@ -670,9 +923,8 @@ fn editor_pager_and_askpass_in_the_environment_are_neutralised_not_refused() {
             text(&out.stderr)
         );
         assert!(
-            !marker.exists(),
-            "{}: a neutralised program ran",
-            who.label()
+            !marker("editor").exists(),
+            "{label}: the session's editor ran"
         );
         // One whose neutral value would change the result is refused, saying what to do.
         s.refused(
@@ -681,30 +933,6 @@ fn editor_pager_and_askpass_in_the_environment_are_neutralised_not_refused() {
             &[("GIT_SEQUENCE_EDITOR", "sed -i 1d")],
             "env_override",
         );
-    }
-}
-
-#[test]
-fn a_noop_sequence_editor_rebases() {
-    for who in identities() {
-        let s = Session::new(who, "noop-seq");
-        s.write(&s.repo.join("a.txt"), "second\n");
-        s.setup(&s.repo, &["commit", "-q", "-a", "-m", "second"]);
-        for noop in ["true", ":", "/usr/bin/true"] {
-            let out = s.ok(
-                &s.repo,
-                &["git", "rebase", "-i", "HEAD~1"],
-                &[("GIT_SEQUENCE_EDITOR", noop)],
-            );
-            assert!(
-                !text(&out.stderr).contains("refused"),
-                "{noop} as {}: {}",
-                who.label(),
-                text(&out.stderr)
-            );
-        }
-        let log = s.ok(&s.repo, &["git", "log", "--format=%s"], &[]);
-        assert_eq!(text(&log.stdout), "second\nbase\n", "{}", who.label());
     }
 }
 
@@ -1187,6 +1415,7 @@ fn run_script_audited(s: &Session, script: &str) -> Output {
         .current_dir(&s.repo);
     s.who.apply(&mut c);
     c.env("HOME", &s.home)
+        .env("XDG_RUNTIME_DIR", s.runtime())
         .env_remove("EXECGUARD_POLICY")
         .env_remove("LD_PRELOAD")
         .output()
@@ -1296,6 +1525,7 @@ fn a_session_ended_by_sigterm_is_quarantined_too() {
         s.who.apply(&mut c);
         let child = c
             .env("HOME", &s.home)
+            .env("XDG_RUNTIME_DIR", s.runtime())
             .env_remove("EXECGUARD_POLICY")
             .spawn()
             .unwrap();
@@ -1522,8 +1752,15 @@ fn the_quarantine_never_follows_a_link_the_session_left() {
                 record_dir.display()
             ),
         ] {
-            let out = s.run(&["sh", "-c", &plant.replace("LINKS", &links)]);
+            let plant = format!("{} && echo planted", plant.replace("LINKS", &links));
+            let out = s.run(&["sh", "-c", &plant]);
             let err = text(&out.stderr);
+            assert_eq!(
+                (out.status.code(), text(&out.stdout).as_str()),
+                (Some(0), "planted\n"),
+                "the plant failed, as {}: {err}",
+                who.label()
+            );
             assert_eq!(
                 fs::read(&record).unwrap(),
                 before,
@@ -1566,8 +1803,14 @@ fn the_quarantine_keeps_to_the_sessions_repositories_as_git_names_them() {
             "mkdir -p sub && printf 'gitdir: {}/.git\\n' > sub/.git && printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> shared.inc",
             other.display()
         );
-        let out = s.run(&["sh", "-c", &plant]);
+        let out = s.run(&["sh", "-c", &format!("{plant} && echo planted")]);
         let err = text(&out.stderr);
+        assert_eq!(
+            (out.status.code(), text(&out.stdout).as_str()),
+            (Some(0), "planted\n"),
+            "the plant failed, as {}: {err}",
+            who.label()
+        );
         assert!(
             other.join(".git/hooks/pre-commit").is_file() && other.join(".git/config").is_file(),
             "the operator's repository was emptied, as {}: {err}",
@@ -1609,12 +1852,27 @@ fn the_quarantine_reaches_new_worktrees_and_deep_submodules_and_nothing_outside(
              printf '[core]\\n\\tfsmonitor = touch pwned\\n' > .git/worktrees/wt/config.worktree && \
              mkdir -p {deep}/objects {deep}/refs {deep}/hooks && echo 'ref: refs/heads/main' > {deep}/HEAD && \
              printf '#!/bin/sh\\ntouch pwned\\n' > {deep}/hooks/pre-commit && chmod +x {deep}/hooks/pre-commit && \
-             printf '[include]\\n\\tpath = ../../outside.cfg\\n' >> .git/config",
+             printf '[include]\\n\\tpath = ../../outside.cfg\\n' >> .git/config && echo planted",
             deep = deep.display()
         );
         let out = s.run(&["sh", "-c", &plant]);
         let err = text(&out.stderr);
         let label = who.label();
+        // The positive control: every step of the chain ran, and the quarantine with it.
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{label}: the plant failed: {err}"
+        );
+        assert_eq!(text(&out.stdout), "planted\n", "{label}: {err}");
+        assert!(
+            deep.join("HEAD").is_file(),
+            "{label}: the deep git dir was never made: {err}"
+        );
+        assert!(
+            err.contains("execguard: quarantined "),
+            "{label}: no quarantine: {err}"
+        );
         assert!(
             !fs::read_to_string(s.repo.join(".git/worktrees/wt/config.worktree"))
                 .unwrap_or_default()
