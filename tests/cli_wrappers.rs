@@ -825,7 +825,8 @@ fn editor_pager_and_askpass_in_the_environment_are_neutralised_not_refused() {
         // LESSOPEN, which `less` runs on its input (`|-`: standard input too).
         let lessopen = format!("|-{} %s", touch("lessopen"));
         let less_env = [("PAGER", "less"), ("LESSOPEN", lessopen.as_str())];
-        let cases: [(&str, &[&str], &[(&str, &str)]); 3] = [
+        type Env<'a> = &'a [(&'a str, &'a str)];
+        let cases: [(&str, &[&str], Env); 3] = [
             ("pager", &git_log, &pager_env),
             ("core-pager", &with_core_pager, &[]),
             ("lessopen", &git_log, &less_env),
