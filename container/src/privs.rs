@@ -80,22 +80,6 @@ pub trait Syscall {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinuxSyscall;
 
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     if rc < 0 {
         Err(io::Error::last_os_error())
@@ -110,9 +94,28 @@ fn prctl(option: libc::c_int, arg2: libc::c_ulong, arg3: libc::c_ulong) -> io::R
     check(unsafe { libc::prctl(option, arg2, arg3, 0 as libc::c_ulong, 0 as libc::c_ulong) })
 }
 
-fn split(caps: u64) -> [u32; 2] {
-    // Truncation is the point: the kernel ABI carries the 64-bit set as two 32-bit words.
-    [(caps & 0xffff_ffff) as u32, (caps >> 32) as u32]
+/// The sets as the `caps` crate names them. A bit it has no name for is refused (`EINVAL`)
+/// rather than dropped: `caps::set` would silently leave it out.
+fn named_caps(mask: u64) -> io::Result<caps::CapsHashSet> {
+    let named: caps::CapsHashSet = caps::all()
+        .into_iter()
+        .filter(|c| mask & c.bitmask() != 0)
+        .collect();
+    let covered = named.iter().fold(0, |m, c| m | c.bitmask());
+    if covered == mask {
+        Ok(named)
+    } else {
+        Err(io::Error::from_raw_os_error(libc::EINVAL))
+    }
+}
+
+fn caps_error(e: caps::errors::CapsError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+fn read_caps(set: caps::CapSet) -> io::Result<u64> {
+    let held = caps::read(None, set).map_err(caps_error)?;
+    Ok(held.iter().fold(0, |m, c| m | c.bitmask()))
 }
 
 impl Syscall for LinuxSyscall {
@@ -136,52 +139,26 @@ impl Syscall for LinuxSyscall {
     }
 
     fn set_capabilities(&self, caps: CapSets) -> io::Result<()> {
-        let (e, p, i) = (
-            split(caps.effective),
-            split(caps.permitted),
-            split(caps.inheritable),
+        // One set at a time, in the order the kernel accepts a reduction in: effective first
+        // (it must stay within permitted), permitted last (nothing can be raised from it
+        // afterwards). Each `caps::set` replaces the whole set, bits it has no name for included.
+        let (effective, inheritable, permitted) = (
+            named_caps(caps.effective)?,
+            named_caps(caps.inheritable)?,
+            named_caps(caps.permitted)?,
         );
-        let data = [
-            CapData {
-                effective: e[0],
-                permitted: p[0],
-                inheritable: i[0],
-            },
-            CapData {
-                effective: e[1],
-                permitted: p[1],
-                inheritable: i[1],
-            },
-        ];
-        let mut header = CapHeader {
-            version: LINUX_CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        // SAFETY: version 3 takes a header and an array of exactly two CapData structs, both
-        // live, correctly laid out (repr(C)) and only read by the kernel for this call.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_capset,
-                &mut header as *mut CapHeader,
-                data.as_ptr(),
-            )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+        caps::set(None, caps::CapSet::Effective, &effective).map_err(caps_error)?;
+        caps::set(None, caps::CapSet::Inheritable, &inheritable).map_err(caps_error)?;
+        caps::set(None, caps::CapSet::Permitted, &permitted).map_err(caps_error)
     }
 
     fn clear_ambient_capabilities(&self) -> io::Result<()> {
-        prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-            0,
-        )
-        .map(drop)
+        caps::clear(None, caps::CapSet::Ambient).map_err(caps_error)
     }
 
+    // The bounding and ambient sets are read and dropped by number, with `prctl`: the drop
+    // walks every capability the kernel knows (`last_capability`), and a kernel newer than the
+    // `caps` crate knows capabilities the crate has no name for.
     fn drop_bounding_capability(&self, cap: u32) -> io::Result<()> {
         prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap), 0).map(drop)
     }
@@ -220,28 +197,19 @@ impl Syscall for LinuxSyscall {
     }
 
     fn get_capabilities(&self) -> io::Result<CapSets> {
-        let mut header = CapHeader {
-            version: LINUX_CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        let mut data = [CapData::default(); 2];
-        // SAFETY: version 3 writes exactly two CapData structs into `data`, which is live,
-        // repr(C) and large enough; the header is live for the call.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_capget,
-                &mut header as *mut CapHeader,
-                data.as_mut_ptr(),
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
+        // `caps::read` reports only the capabilities it has names for: on a kernel that knows
+        // more, an empty answer would not prove an empty set, so the read-back refuses.
+        let named = caps::all().iter().map(|c| u32::from(c.index())).max();
+        let last = self.last_capability()?;
+        if named.is_none_or(|named| last > named) {
+            return Err(io::Error::other(format!(
+                "the kernel knows capability {last}, which the caps crate cannot read back"
+            )));
         }
-        let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
         Ok(CapSets {
-            effective: join(data[0].effective, data[1].effective),
-            permitted: join(data[0].permitted, data[1].permitted),
-            inheritable: join(data[0].inheritable, data[1].inheritable),
+            effective: read_caps(caps::CapSet::Effective)?,
+            permitted: read_caps(caps::CapSet::Permitted)?,
+            inheritable: read_caps(caps::CapSet::Inheritable)?,
         })
     }
 

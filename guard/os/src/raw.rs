@@ -282,6 +282,9 @@ pub const CAP_FOWNER: u32 = 3;
 
 /// Is any of `caps` (e.g. [`CAP_DAC_OVERRIDE`]) in this thread's effective set? (One
 /// `capget`; false if the kernel will not say.)
+///
+/// A raw `capget`, not the `caps` crate the std crates use: this runs inside the preload's
+/// decision (no_std, no allocation, no libc), and `caps` needs std and returns a `HashSet`.
 pub fn has_any_effective_cap(caps: &[u32]) -> bool {
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     // struct __user_cap_header_struct { version, pid } and two __user_cap_data_struct
