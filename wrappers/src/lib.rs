@@ -8,6 +8,7 @@
 //! The decision functions ([`check_git`], [`check_node`]) run nothing; git's config files
 //! are read through an injectable [`git::ConfigReader`].
 
+pub mod bounded;
 pub mod env;
 pub mod git;
 pub mod launch;

@@ -1,148 +1,64 @@
 //! Claude Code (commander): exact long names; `mcp` only for `list`/`get`.
 
-use super::{identity, never, Arity, FlagRule, Spec, SubcommandRule, Verdict};
+use super::{identity, maybe_valued, never, switch, valued, Spec, SubcommandRule, Verdict};
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule {
-            names: &["-h", "--help"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-v", "--version"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-p", "--print"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--verbose"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-d", "--debug"],
-            arity: Arity::Optional,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--mcp-debug"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-c", "--continue"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-r", "--resume"],
-            arity: Arity::Optional,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--fork-session"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--session-id"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--model", "--fallback-model"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--output-format", "--input-format"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--include-partial-messages", "--replay-user-messages"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--json-schema"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--max-turns", "--max-budget-usd"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--ide"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
+        switch(&["-h", "--help"], Verdict::Allow),
+        switch(&["-v", "--version"], Verdict::Allow),
+        switch(&["-p", "--print"], Verdict::Allow),
+        switch(&["--verbose"], Verdict::Allow),
+        maybe_valued(&["-d", "--debug"], Verdict::Allow),
+        switch(&["--mcp-debug"], Verdict::Allow),
+        switch(&["-c", "--continue"], Verdict::Allow),
+        maybe_valued(&["-r", "--resume"], Verdict::Allow),
+        switch(&["--fork-session"], Verdict::Allow),
+        valued(&["--session-id"], Verdict::Allow),
+        valued(&["--model", "--fallback-model"], Verdict::Allow),
+        valued(&["--output-format", "--input-format"], Verdict::Allow),
+        switch(
+            &["--include-partial-messages", "--replay-user-messages"],
+            Verdict::Allow,
+        ),
+        valued(&["--json-schema"], Verdict::Allow),
+        valued(&["--max-turns", "--max-budget-usd"], Verdict::Allow),
+        switch(&["--ide"], Verdict::Allow),
         // Restrictive: these can only remove tools or servers.
-        FlagRule {
-            names: &["--disallowedTools", "--disallowed-tools"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--strict-mcp-config"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--permission-mode"],
-            arity: Arity::Required,
-            verdict: Verdict::Managed,
-        },
-        FlagRule {
-            names: &[
+        valued(&["--disallowedTools", "--disallowed-tools"], Verdict::Allow),
+        switch(&["--strict-mcp-config"], Verdict::Allow),
+        valued(&["--permission-mode"], Verdict::Managed),
+        switch(
+            &[
                 "--dangerously-skip-permissions",
                 "--allow-dangerously-skip-permissions",
             ],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("skips permission checks"),
-        },
-        FlagRule {
-            names: &["--allowedTools", "--allowed-tools"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("pre-approves tools"),
-        },
-        FlagRule {
-            names: &["--add-dir"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("widens the accessible roots"),
-        },
-        FlagRule {
-            names: &["--mcp-config"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("adds MCP servers"),
-        },
-        FlagRule {
-            names: &["--plugin-dir", "--plugin-url"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("loads plugins"),
-        },
-        FlagRule {
-            names: &["--settings", "--setting-sources"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("replaces managed settings"),
-        },
-        FlagRule {
-            names: &["--agents"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("defines agents with their own tools"),
-        },
-        FlagRule {
-            names: &["--permission-prompt-tool"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("delegates permission decisions to a tool"),
-        },
+            Verdict::Dangerous("skips permission checks"),
+        ),
+        valued(
+            &["--allowedTools", "--allowed-tools"],
+            Verdict::Dangerous("pre-approves tools"),
+        ),
+        valued(
+            &["--add-dir"],
+            Verdict::Dangerous("widens the accessible roots"),
+        ),
+        valued(&["--mcp-config"], Verdict::Dangerous("adds MCP servers")),
+        valued(
+            &["--plugin-dir", "--plugin-url"],
+            Verdict::Dangerous("loads plugins"),
+        ),
+        valued(
+            &["--settings", "--setting-sources"],
+            Verdict::Dangerous("replaces managed settings"),
+        ),
+        valued(
+            &["--agents"],
+            Verdict::Dangerous("defines agents with their own tools"),
+        ),
+        valued(
+            &["--permission-prompt-tool"],
+            Verdict::Dangerous("delegates permission decisions to a tool"),
+        ),
     ],
     dangerous_prefixes: &[
         ("--system-prompt", "replaces the system prompt"),

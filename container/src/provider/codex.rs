@@ -1,8 +1,6 @@
 //! Codex CLI (clap): exact long names, `-c key=value` overrides checked against a key allow-list.
 
-use super::{
-    identity, never, Arity, Ctx, FlagRule, ProviderRefusal, Spec, SubcommandRule, Verdict,
-};
+use super::{identity, never, switch, valued, Ctx, ProviderRefusal, Spec, SubcommandRule, Verdict};
 
 /// `-c`/`--config` keys a session may override (after normalisation, and also under
 /// `profiles.<name>.`). Everything else — sandbox, approval, MCP, notify, tools, providers,
@@ -80,126 +78,48 @@ pub(crate) fn names_profile(user: &[&str]) -> bool {
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule {
-            names: &["-h", "--help"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-V", "--version"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-m", "--model"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-i", "--image"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--oss"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--local-provider"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--no-alt-screen"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--json", "--experimental-json"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--color"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-o", "--output-last-message"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--output-schema"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--skip-git-repo-check"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--last", "--all"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-c", "--config"],
-            arity: Arity::Required,
-            verdict: Verdict::Check(check_config),
-        },
-        FlagRule {
-            names: &["-s", "--sandbox"],
-            arity: Arity::Required,
-            verdict: Verdict::Check(check_sandbox),
-        },
-        FlagRule {
-            names: &["-p", "--profile"],
-            arity: Arity::Required,
-            verdict: Verdict::Check(check_profile),
-        },
-        FlagRule {
-            names: &["-a", "--ask-for-approval"],
-            arity: Arity::Required,
-            verdict: Verdict::Managed,
-        },
-        FlagRule {
-            names: &["--dangerously-bypass-approvals-and-sandbox", "--yolo"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("disables approvals and the sandbox"),
-        },
-        FlagRule {
-            names: &["--full-auto"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("overrides the managed approval policy"),
-        },
-        FlagRule {
-            names: &["--search"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("enables live web search"),
-        },
-        FlagRule {
-            names: &["--add-dir"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("widens the writable roots"),
-        },
-        FlagRule {
-            names: &["-C", "--cd"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("moves the working root"),
-        },
-        FlagRule {
-            names: &["--remote", "--remote-auth-token-env"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("connects to a remote"),
-        },
-        FlagRule {
-            names: &["--enable", "--disable"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("toggles features"),
-        },
+        switch(&["-h", "--help"], Verdict::Allow),
+        switch(&["-V", "--version"], Verdict::Allow),
+        valued(&["-m", "--model"], Verdict::Allow),
+        valued(&["-i", "--image"], Verdict::Allow),
+        switch(&["--oss"], Verdict::Allow),
+        valued(&["--local-provider"], Verdict::Allow),
+        switch(&["--no-alt-screen"], Verdict::Allow),
+        switch(&["--json", "--experimental-json"], Verdict::Allow),
+        valued(&["--color"], Verdict::Allow),
+        valued(&["-o", "--output-last-message"], Verdict::Allow),
+        valued(&["--output-schema"], Verdict::Allow),
+        switch(&["--skip-git-repo-check"], Verdict::Allow),
+        switch(&["--last", "--all"], Verdict::Allow),
+        valued(&["-c", "--config"], Verdict::Check(check_config)),
+        valued(&["-s", "--sandbox"], Verdict::Check(check_sandbox)),
+        valued(&["-p", "--profile"], Verdict::Check(check_profile)),
+        valued(&["-a", "--ask-for-approval"], Verdict::Managed),
+        switch(
+            &["--dangerously-bypass-approvals-and-sandbox", "--yolo"],
+            Verdict::Dangerous("disables approvals and the sandbox"),
+        ),
+        switch(
+            &["--full-auto"],
+            Verdict::Dangerous("overrides the managed approval policy"),
+        ),
+        switch(&["--search"], Verdict::Dangerous("enables live web search")),
+        valued(
+            &["--add-dir"],
+            Verdict::Dangerous("widens the writable roots"),
+        ),
+        valued(
+            &["-C", "--cd"],
+            Verdict::Dangerous("moves the working root"),
+        ),
+        valued(
+            &["--remote", "--remote-auth-token-env"],
+            Verdict::Dangerous("connects to a remote"),
+        ),
+        valued(
+            &["--enable", "--disable"],
+            Verdict::Dangerous("toggles features"),
+        ),
     ],
     dangerous_prefixes: &[("--dangerously", "disables a safety mechanism")],
     subcommands: &[

@@ -1,6 +1,6 @@
 //! GitHub Copilot CLI (commander): exact names; the tool, path and URL permissions are managed.
 
-use super::{identity, never, Arity, FlagRule, Spec, SubcommandRule, Verdict};
+use super::{identity, maybe_valued, never, switch, valued, Spec, SubcommandRule, Verdict};
 
 /// Where Copilot writes its logs (inside the managed home).
 pub(crate) const LOG_DIR: &str = "/state/agent-home/.copilot/logs";
@@ -17,136 +17,76 @@ pub(crate) const HARDENING: &[&str] = &[
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule {
-            names: &["-h", "--help"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-v", "--version"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-p", "--prompt"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-s", "--silent"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--model"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--continue"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--resume"],
-            arity: Arity::Optional,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--log-level"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--no-color", "--banner", "--screen-reader", "--plain-diff"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--stream"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
+        switch(&["-h", "--help"], Verdict::Allow),
+        switch(&["-v", "--version"], Verdict::Allow),
+        valued(&["-p", "--prompt"], Verdict::Allow),
+        switch(&["-s", "--silent"], Verdict::Allow),
+        valued(&["--model"], Verdict::Allow),
+        switch(&["--continue"], Verdict::Allow),
+        maybe_valued(&["--resume"], Verdict::Allow),
+        valued(&["--log-level"], Verdict::Allow),
+        switch(
+            &["--no-color", "--banner", "--screen-reader", "--plain-diff"],
+            Verdict::Allow,
+        ),
+        valued(&["--stream"], Verdict::Allow),
         // Restrictive: these only remove capabilities.
-        FlagRule {
-            names: &[
+        valued(
+            &[
                 "--deny-tool",
                 "--deny-url",
                 "--excluded-tools",
                 "--disable-mcp-server",
             ],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--available-tools", "--allow-tool", "--log-dir"],
-            arity: Arity::Required,
-            verdict: Verdict::Managed,
-        },
-        FlagRule {
-            names: &["--no-ask-user"],
-            arity: Arity::None,
-            verdict: Verdict::Managed,
-        },
-        FlagRule {
-            names: HARDENING,
-            arity: Arity::None,
-            verdict: Verdict::Managed,
-        },
-        FlagRule {
-            names: &["--yolo"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("allows every tool, path and URL"),
-        },
-        FlagRule {
-            names: &["--no-sandbox"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("disables the sandbox"),
-        },
-        FlagRule {
-            names: &["--add-dir"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("widens the accessible paths"),
-        },
-        FlagRule {
-            names: &["--allow-url"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("allows network destinations"),
-        },
-        FlagRule {
-            names: &["--additional-mcp-config"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("adds MCP servers"),
-        },
-        FlagRule {
-            names: &[
+            Verdict::Allow,
+        ),
+        valued(
+            &["--available-tools", "--allow-tool", "--log-dir"],
+            Verdict::Managed,
+        ),
+        switch(&["--no-ask-user"], Verdict::Managed),
+        switch(HARDENING, Verdict::Managed),
+        switch(
+            &["--yolo"],
+            Verdict::Dangerous("allows every tool, path and URL"),
+        ),
+        switch(
+            &["--no-sandbox"],
+            Verdict::Dangerous("disables the sandbox"),
+        ),
+        valued(
+            &["--add-dir"],
+            Verdict::Dangerous("widens the accessible paths"),
+        ),
+        valued(
+            &["--allow-url"],
+            Verdict::Dangerous("allows network destinations"),
+        ),
+        valued(
+            &["--additional-mcp-config"],
+            Verdict::Dangerous("adds MCP servers"),
+        ),
+        maybe_valued(
+            &[
                 "--enable-all-github-mcp-tools",
                 "--add-github-mcp-tool",
                 "--add-github-mcp-toolset",
             ],
-            arity: Arity::Optional,
-            verdict: Verdict::Dangerous("enables GitHub MCP tools"),
-        },
-        FlagRule {
-            names: &["--share-gist"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("uploads the session"),
-        },
-        FlagRule {
-            names: &["--config-dir"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("replaces the managed configuration"),
-        },
-        FlagRule {
-            names: &["--agent"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("loads a custom agent definition"),
-        },
-        FlagRule {
-            names: &["-C", "-i", "-n", "-r", "-w", "-A", "-a"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("short option outside the allow-list"),
-        },
+            Verdict::Dangerous("enables GitHub MCP tools"),
+        ),
+        switch(&["--share-gist"], Verdict::Dangerous("uploads the session")),
+        valued(
+            &["--config-dir"],
+            Verdict::Dangerous("replaces the managed configuration"),
+        ),
+        valued(
+            &["--agent"],
+            Verdict::Dangerous("loads a custom agent definition"),
+        ),
+        switch(
+            &["-C", "-i", "-n", "-r", "-w", "-A", "-a"],
+            Verdict::Dangerous("short option outside the allow-list"),
+        ),
     ],
     dangerous_prefixes: &[("--allow-all", "allows everything of a kind")],
     subcommands: &[SubcommandRule {

@@ -2,7 +2,7 @@
 //! `--sandbox-image`, `--sandboxImage` and `--SANDBOX_IMAGE` are one flag; `--no-X` is X's
 //! negation and shares X's verdict when X is dangerous; `--yolo=true` is `--yolo`.
 
-use super::{Arity, FlagRule, Spec, Verdict};
+use super::{maybe_valued, switch, valued, Spec, Verdict};
 
 /// Lower-case, drop `-`/`_` after the leading dashes; a `--no-` negation maps onto its base.
 fn normalize(flag: &str) -> String {
@@ -45,111 +45,57 @@ fn dangerous_name(norm: &str) -> Option<&'static str> {
 
 pub(crate) static SPEC: Spec = Spec {
     flags: &[
-        FlagRule {
-            names: &["-h", "--help"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-v", "--version"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-m", "--model"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-p", "--prompt"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-i", "--prompt-interactive"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-o", "--output-format"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-d", "--debug"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-a", "--all-files"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--show-memory-usage", "--screen-reader", "--checkpointing"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-l", "--list-extensions", "--list-sessions"],
-            arity: Arity::None,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["-r", "--resume", "--delete-session"],
-            arity: Arity::Required,
-            verdict: Verdict::Allow,
-        },
-        FlagRule {
-            names: &["--approval-mode"],
-            arity: Arity::Required,
-            verdict: Verdict::Managed,
-        },
-        FlagRule {
-            names: &["-y", "--yolo"],
-            arity: Arity::Optional,
-            verdict: Verdict::Dangerous("auto-approves every action"),
-        },
-        FlagRule {
-            names: &["-s", "--sandbox"],
-            arity: Arity::Optional,
-            verdict: Verdict::Dangerous("changes the sandbox"),
-        },
-        FlagRule {
-            names: &["--sandbox-image"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("changes the sandbox image"),
-        },
-        FlagRule {
-            names: &["--add-dir", "--include-directories"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("widens the workspace"),
-        },
-        FlagRule {
-            names: &["--allowed-mcp-server-names"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("selects MCP servers"),
-        },
-        FlagRule {
-            names: &["--allowed-tools"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("pre-approves tools"),
-        },
-        FlagRule {
-            names: &["-e", "--extensions"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("loads extensions"),
-        },
-        FlagRule {
-            names: &["--proxy"],
-            arity: Arity::Required,
-            verdict: Verdict::Dangerous("reroutes network traffic"),
-        },
-        FlagRule {
-            names: &["--experimental-acp"],
-            arity: Arity::None,
-            verdict: Verdict::Dangerous("serves the agent protocol"),
-        },
+        switch(&["-h", "--help"], Verdict::Allow),
+        switch(&["-v", "--version"], Verdict::Allow),
+        valued(&["-m", "--model"], Verdict::Allow),
+        valued(&["-p", "--prompt"], Verdict::Allow),
+        valued(&["-i", "--prompt-interactive"], Verdict::Allow),
+        valued(&["-o", "--output-format"], Verdict::Allow),
+        switch(&["-d", "--debug"], Verdict::Allow),
+        switch(&["-a", "--all-files"], Verdict::Allow),
+        switch(
+            &["--show-memory-usage", "--screen-reader", "--checkpointing"],
+            Verdict::Allow,
+        ),
+        switch(
+            &["-l", "--list-extensions", "--list-sessions"],
+            Verdict::Allow,
+        ),
+        valued(&["-r", "--resume", "--delete-session"], Verdict::Allow),
+        valued(&["--approval-mode"], Verdict::Managed),
+        maybe_valued(
+            &["-y", "--yolo"],
+            Verdict::Dangerous("auto-approves every action"),
+        ),
+        maybe_valued(
+            &["-s", "--sandbox"],
+            Verdict::Dangerous("changes the sandbox"),
+        ),
+        valued(
+            &["--sandbox-image"],
+            Verdict::Dangerous("changes the sandbox image"),
+        ),
+        valued(
+            &["--add-dir", "--include-directories"],
+            Verdict::Dangerous("widens the workspace"),
+        ),
+        valued(
+            &["--allowed-mcp-server-names"],
+            Verdict::Dangerous("selects MCP servers"),
+        ),
+        valued(
+            &["--allowed-tools"],
+            Verdict::Dangerous("pre-approves tools"),
+        ),
+        valued(
+            &["-e", "--extensions"],
+            Verdict::Dangerous("loads extensions"),
+        ),
+        valued(&["--proxy"], Verdict::Dangerous("reroutes network traffic")),
+        switch(
+            &["--experimental-acp"],
+            Verdict::Dangerous("serves the agent protocol"),
+        ),
     ],
     dangerous_prefixes: &[],
     subcommands: &[],

@@ -132,6 +132,33 @@ pub(crate) struct FlagRule {
     pub verdict: Verdict,
 }
 
+/// A table row: a flag that takes no value.
+pub(crate) const fn switch(names: &'static [&'static str], verdict: Verdict) -> FlagRule {
+    FlagRule {
+        names,
+        arity: Arity::None,
+        verdict,
+    }
+}
+
+/// A table row: a flag that takes a value.
+pub(crate) const fn valued(names: &'static [&'static str], verdict: Verdict) -> FlagRule {
+    FlagRule {
+        names,
+        arity: Arity::Required,
+        verdict,
+    }
+}
+
+/// A table row: a flag whose value is optional ([`Arity::Optional`]).
+pub(crate) const fn maybe_valued(names: &'static [&'static str], verdict: Verdict) -> FlagRule {
+    FlagRule {
+        names,
+        arity: Arity::Optional,
+        verdict,
+    }
+}
+
 /// Subcommands: allowed ones may restrict their own first operand.
 pub(crate) struct SubcommandRule {
     pub name: &'static str,

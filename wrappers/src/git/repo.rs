@@ -35,9 +35,9 @@ fn one_line(text: &str) -> &str {
 }
 
 /// A one-line file's text (`gitdir:`, `commondir`), when it is a regular file of at most 64 KiB
-/// ([`super::files::read_regular`]: the supervisor reads these outside the session).
+/// ([`crate::bounded::read_regular`]: the supervisor reads these outside the session).
 fn read_one_line_file(f: &Path) -> Option<String> {
-    String::from_utf8(super::files::read_regular(f, 64 << 10, true).ok()?).ok()
+    String::from_utf8(crate::bounded::read_regular(f, 64 << 10, true).ok()?).ok()
 }
 
 /// The git dir a `.git` file names (`gitdir: PATH`, relative to the file's directory).
