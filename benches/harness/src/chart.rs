@@ -101,8 +101,8 @@ pub fn draw(results: &Results, path: &Path, text: bool) -> DrawResult {
         let title = format!(
             "execguard: median {} as a ratio of plain (1.0 = no preload){}",
             match results.meta.metric {
-                crate::report::Metric::Cpu => "CPU time",
-                crate::report::Metric::Wall => "wall time",
+                crate::run::Metric::Cpu => "CPU time",
+                crate::run::Metric::Wall => "wall time",
             },
             if results.meta.quick {
                 "  [quick smoke run: not figures]"

@@ -264,6 +264,9 @@ fn real_main(cli: Cli) -> Result<(), String> {
         return Ok(());
     }
     let date = sysinfo::now_utc();
+    // The tree as it was when the run began: the run itself writes into it (`--out`).
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (git_commit, git_dirty) = (sysinfo::git_commit(tree), sysinfo::git_dirty(tree));
     let loadavg_start = sysinfo::loadavg();
     let out = cli.out.clone().unwrap_or_else(default_out);
     mkdir(&out)?;
@@ -569,7 +572,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
             machine: sysinfo::machine(),
             loadavg_start,
             loadavg_end: sysinfo::loadavg(),
-            git_commit: sysinfo::git_commit(Path::new(env!("CARGO_MANIFEST_DIR"))),
+            git_commit,
+            git_dirty,
             env_keys: env.keys(),
             inherit_env: cli.inherit_env,
             inherited_ld_preload: std::env::var("LD_PRELOAD").ok(),

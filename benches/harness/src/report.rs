@@ -3,32 +3,12 @@
 use crate::elfinfo::LibInfo;
 use crate::instr::InstrReport;
 use crate::mem::MemResult;
+pub use crate::run::Metric;
 use crate::stats::{paired_ratio, Summary};
 use crate::sysinfo::Machine;
 use crate::workloads::Unit;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-
-/// What a sample's value is: CPU time of the measured process tree, or wall time.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    /// User + system CPU time of the measured process tree: what the work
-    /// costs, hardly touched by other jobs competing for the cores.
-    Cpu,
-    /// Wall-clock time: what a user waits, including time spent waiting for a
-    /// core on a busy machine.
-    Wall,
-}
-
-impl Metric {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Metric::Cpu => "CPU time (user + system) of the measured process tree",
-            Metric::Wall => "wall-clock time",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
@@ -41,7 +21,11 @@ pub struct Meta {
     pub machine: Machine,
     pub loadavg_start: String,
     pub loadavg_end: String,
+    /// `git rev-parse HEAD` of the tree the harness was built from.
     pub git_commit: Option<String>,
+    /// Whether that tree had changes not committed (`git status --porcelain`) when it ran.
+    #[serde(default)]
+    pub git_dirty: Option<bool>,
     /// Names of the variables every measured run gets (values are not recorded).
     pub env_keys: Vec<String>,
     /// `--inherit-env`: the harness's whole environment was passed through.
@@ -306,7 +290,12 @@ pub fn markdown(r: &Results) -> String {
         m.loadavg_start, m.loadavg_end
     );
     if let Some(c) = &m.git_commit {
-        let _ = writeln!(o, "- repository commit: {c}");
+        let tree = match m.git_dirty {
+            Some(false) => " (clean tree)",
+            Some(true) => " (**dirty tree**: uncommitted changes were measured too)",
+            None => "",
+        };
+        let _ = writeln!(o, "- repository commit: `{c}`{tree}");
     }
     if m.inherit_env {
         let _ = writeln!(

@@ -1,10 +1,32 @@
 //! Running one measured command: environment per variant, wall time, timeout.
 
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// What a sample's value is: CPU time of the measured process tree, or wall time.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// User + system CPU time of the measured process tree: what the work
+    /// costs, hardly touched by other jobs competing for the cores.
+    Cpu,
+    /// Wall-clock time: what a user waits, including time spent waiting for a
+    /// core on a busy machine.
+    Wall,
+}
+
+impl Metric {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Metric::Cpu => "CPU time (user + system) of the measured process tree",
+            Metric::Wall => "wall-clock time",
+        }
+    }
+}
 
 /// One way of running every workload: with no preload, or with one library preloaded.
 #[derive(Debug, Clone)]

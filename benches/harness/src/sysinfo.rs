@@ -67,39 +67,20 @@ pub fn loadavg() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// UTC date and time of `secs` since the epoch, as `YYYY-MM-DD HH:MM:SS UTC`.
-pub fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+/// UTC date and time of `t`, as `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc(t: std::time::SystemTime) -> String {
+    // RFC 3339 (`2026-12-03T13:22:44Z`), spelled as the reports have always spelled it.
+    let rfc = humantime::format_rfc3339_seconds(t).to_string();
+    format!("{} UTC", rfc.trim_end_matches('Z').replacen('T', " ", 1))
 }
 
 pub fn now_utc() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    utc(secs)
+    utc(std::time::SystemTime::now())
 }
 
-pub fn git_commit(dir: &std::path::Path) -> Option<String> {
+fn git(dir: &std::path::Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
+        .args(args)
         .current_dir(dir)
         .env_remove("LD_PRELOAD")
         .output()
@@ -109,12 +90,22 @@ pub fn git_commit(dir: &std::path::Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// The commit the tree at `dir` is on (`git rev-parse HEAD`).
+pub fn git_commit(dir: &std::path::Path) -> Option<String> {
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+/// Whether the tree at `dir` has changes not committed, untracked files included.
+pub fn git_dirty(dir: &std::path::Path) -> Option<bool> {
+    git(dir, &["status", "--porcelain"]).map(|s| !s.is_empty())
+}
 #[cfg(test)]
 mod tests {
     #[test]
     fn utc_dates() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(super::utc(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(super::utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
+        let at = |secs| super::utc(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(at(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(at(1_700_000_000), "2023-11-14 22:13:20 UTC");
     }
 }

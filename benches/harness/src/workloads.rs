@@ -1,8 +1,7 @@
 //! The measured workloads and how one sample of each is taken.
 
 use crate::assets::git_env;
-use crate::report::Metric;
-use crate::run::{first_line, run, Env, Variant};
+use crate::run::{first_line, run, Env, Metric, Variant};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,9 +49,17 @@ pub enum Kind {
         mode: &'static str,
         ops: usize,
     },
+    /// The driver's `warm_eacces` (in the driver's warm process) or `vfork_eacces` (in a fresh
+    /// vfork child): `execve` of a non-executable file, which the kernel refuses.
     WarmEacces {
+        mode: &'static str,
         ops: usize,
         target: PathBuf,
+    },
+    /// The driver, preloading nothing itself, posix_spawns /bin/true with the variant's
+    /// library preloaded in the child alone.
+    ChildPreload {
+        ops: usize,
     },
     Chain {
         hops: u32,
@@ -134,7 +141,7 @@ fn parse_ops(stdout: &str) -> Result<Vec<(f64, f64)>, String> {
 }
 
 impl Workload {
-    /// The metric this workload is judged on. The warm call is a tight loop of
+    /// The metric this workload is judged on. The warm call (and the vfork child's) is a loop of
     /// sub-µs calls inside one process: whole-µs CPU accounting plus the cost
     /// of reading it would swamp it, and it is never preempted for long, so
     /// its median wall time is the measure.
@@ -156,9 +163,18 @@ impl Workload {
                 cmd = Command::new(ctx.driver);
                 cmd.arg(mode).arg(ops.to_string());
             }
-            Kind::WarmEacces { ops, target } => {
+            Kind::WarmEacces { mode, ops, target } => {
                 cmd = Command::new(ctx.driver);
-                cmd.arg("warm_eacces").arg(ops.to_string()).arg(target);
+                cmd.arg(mode).arg(ops.to_string()).arg(target);
+            }
+            Kind::ChildPreload { ops } => {
+                cmd = Command::new(ctx.driver);
+                cmd.arg("child_preload").arg(ops.to_string());
+                ctx.env.apply(&mut cmd, variant);
+                cmd.env_remove("LD_PRELOAD");
+                if let Some(lib) = &variant.lib {
+                    cmd.env("BENCH_CHILD_PRELOAD", lib);
+                }
             }
             Kind::Chain { hops } => {
                 cmd = Command::new(ctx.chain);
@@ -203,7 +219,9 @@ impl Workload {
                 cmd.arg(ctx.spawn_js).arg(children.to_string());
             }
         }
-        ctx.env.apply(&mut cmd, variant);
+        if !matches!(self.kind, Kind::ChildPreload { .. }) {
+            ctx.env.apply(&mut cmd, variant);
+        }
         let out = run(cmd, ctx.scratch, timeout)?;
         let note = note(&out.stderr);
         match &self.kind {
@@ -211,7 +229,7 @@ impl Workload {
                 "the preload refused the call itself, so this is not its allow path: {}",
                 first_line(&out.stderr)
             )),
-            Kind::Driver { .. } | Kind::WarmEacces { .. } => {
+            Kind::Driver { .. } | Kind::WarmEacces { .. } | Kind::ChildPreload { .. } => {
                 let ops = parse_ops(&out.stdout)?;
                 if ops.is_empty() {
                     return Err("driver printed no timings".into());
@@ -341,6 +359,10 @@ pub fn all(plan: &Plan<'_>) -> Vec<Workload> {
             skipped: None,
         });
     }
+    let no_eacces_target = plan
+        .eacces_target
+        .is_none()
+        .then(|| "no non-executable system ELF found; pass --eacces-target".to_string());
     w.push(Workload {
         id: "warm_call_eacces".into(),
         title: "warm execve, refused by the kernel".into(),
@@ -356,13 +378,42 @@ pub fn all(plan: &Plan<'_>) -> Vec<Workload> {
         execs_per_sample: Some(1.0),
         samples: s.micro_samples,
         kind: Kind::WarmEacces {
+            mode: "warm_eacces",
             ops: s.warm_ops,
             target: plan.eacces_target.clone().unwrap_or_default(),
         },
-        skipped: plan
-            .eacces_target
-            .is_none()
-            .then(|| "no non-executable system ELF found; pass --eacces-target".to_string()),
+        skipped: no_eacces_target.clone(),
+    });
+    w.push(Workload {
+        id: "vfork_eacces".into(),
+        title: "vfork child's execve, refused by the kernel".into(),
+        unit: Unit::MicrosPerOp,
+        description:
+            "vfork, then in the child `execve` of the same non-executable ELF (EACCES) and \
+                      `_exit`: a decision in a fresh vfork child, what a shell's child pays before \
+                      its exec, with no image started"
+                .into(),
+        execs_per_sample: Some(1.0),
+        samples: s.micro_samples,
+        kind: Kind::WarmEacces {
+            mode: "vfork_eacces",
+            ops: s.micro_ops,
+            target: plan.eacces_target.clone().unwrap_or_default(),
+        },
+        skipped: no_eacces_target.clone(),
+    });
+    w.push(Workload {
+        id: "process_start".into(),
+        title: "load in a new process (posix_spawn /bin/true, child preloaded)".into(),
+        unit: Unit::MicrosPerOp,
+        description: "the driver preloads nothing and `posix_spawn`s /bin/true with the library \
+                      in the child's LD_PRELOAD alone: what loading it costs a process that never \
+                      execs"
+            .into(),
+        execs_per_sample: Some(1.0),
+        samples: s.micro_samples,
+        kind: Kind::ChildPreload { ops: s.micro_ops },
+        skipped: None,
     });
     w.push(Workload {
         id: "exec_chain".into(),

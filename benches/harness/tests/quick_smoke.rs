@@ -20,6 +20,8 @@ const WORKLOADS: &[&str] = &[
     "posix_spawn",
     "posix_spawnp",
     "warm_call_eacces",
+    "vfork_eacces",
+    "process_start",
     "exec_chain",
     "shell_loop",
     "make_j2",
@@ -101,6 +103,19 @@ fn quick_run_writes_report_chart_and_json_with_every_workload() {
     ] {
         assert!(report.contains(header), "REPORT.md lacks {header:?}");
     }
+    // The commit the run measured, in full, and whether the tree held uncommitted changes.
+    let commit = json["meta"]["git_commit"]
+        .as_str()
+        .expect("meta.git_commit");
+    assert!(
+        commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "meta.git_commit is not a full commit id: {commit:?}"
+    );
+    assert!(json["meta"]["git_dirty"].is_boolean(), "meta.git_dirty");
+    assert!(
+        report.contains(&format!("- repository commit: `{commit}` (")),
+        "REPORT.md does not name the commit and the tree's state"
+    );
     let workloads = json["workloads"].as_array().expect("workloads array");
     for id in WORKLOADS {
         assert!(

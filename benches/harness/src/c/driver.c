@@ -7,6 +7,10 @@
  * life + waitpid. posix_spawn[p] need no fork. warm_eacces calls execve() in
  * this (warm) process on TARGET, a non-executable system ELF, which the kernel
  * refuses with EACCES: a preload's decision cost without any process creation.
+ * vfork_eacces does the same in a fresh vfork child (what a shell's child pays
+ * to decide, without starting an image). child_preload posix_spawns /bin/true
+ * with LD_PRELOAD set to $BENCH_CHILD_PRELOAD in the child only: this process
+ * loads nothing, so an op is what loading the library costs a new process.
  *
  * Prints one line per op: wall-clock nanoseconds, then CPU nanoseconds (user +
  * system of this process and of the children it reaped during the op, which
@@ -66,6 +70,28 @@ static void child_exec(const char *mode) {
     _exit(127);
 }
 
+/* child_preload: this environment plus LD_PRELOAD=$BENCH_CHILD_PRELOAD (when set). */
+static char **child_env;
+
+static char **with_child_preload(void) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "BENCH_CHILD_PRELOAD=", 20)) env[k++] = environ[i];
+    const char *lib = getenv("BENCH_CHILD_PRELOAD");
+    if (lib && *lib) {
+        size_t len = strlen(lib) + sizeof "LD_PRELOAD=";
+        char *v = malloc(len);
+        if (!v) return NULL;
+        snprintf(v, len, "LD_PRELOAD=%s", lib);
+        env[k++] = v;
+    }
+    return env;
+}
+
 static int reap(pid_t pid, const char *mode) {
     int status;
     while (waitpid(pid, &status, 0) < 0) {
@@ -104,6 +130,29 @@ static int one_op(const char *mode, const char *target) {
         }
         return 0;
     }
+    if (!strcmp(mode, "vfork_eacces")) {
+        char *argv[] = {(char *)target, NULL};
+        pid_t pid = vfork();
+        if (pid == 0) {
+            execve(target, argv, environ);
+            _exit(errno == EACCES ? 0 : 126);
+        }
+        if (pid < 0) {
+            fprintf(stderr, "driver: vfork: %s\n", strerror(errno));
+            return -1;
+        }
+        return reap(pid, mode);
+    }
+    if (!strcmp(mode, "child_preload")) {
+        char *argv[] = {"true", NULL};
+        pid_t pid;
+        int rc = posix_spawn(&pid, TRUE_PATH, NULL, NULL, argv, child_env);
+        if (rc != 0) {
+            fprintf(stderr, "driver: %s of %s failed: %s\n", mode, TRUE_PATH, strerror(rc));
+            return -1;
+        }
+        return reap(pid, mode);
+    }
     if (!strcmp(mode, "vfork_execve")) {
         char *argv[] = {"true", NULL};
         pid_t pid = vfork();
@@ -134,9 +183,13 @@ int main(int argc, char **argv) {
     const char *mode = argv[1];
     long k = strtol(argv[2], NULL, 10);
     const char *target = argc > 3 ? argv[3] : "";
-    if (!strcmp(mode, "warm_eacces") && access(target, X_OK) == 0) {
-        fprintf(stderr, "driver: %s is executable; warm_eacces needs a non-executable file\n", target);
+    if ((!strcmp(mode, "warm_eacces") || !strcmp(mode, "vfork_eacces")) && access(target, X_OK) == 0) {
+        fprintf(stderr, "driver: %s is executable; %s needs a non-executable file\n", target, mode);
         return 2;
+    }
+    if (!strcmp(mode, "child_preload") && !(child_env = with_child_preload())) {
+        fprintf(stderr, "driver: out of memory\n");
+        return 1;
     }
     if (!strcmp(mode, "fexecve")) {
         true_fd = open(TRUE_PATH, O_RDONLY | O_CLOEXEC);
