@@ -14,7 +14,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use crate::session::Agent;
 
@@ -118,26 +118,9 @@ pub fn present(workspace: &Path) -> Vec<&'static str> {
 
 /// Bind-mounts `source` (root-owned, not writable by others) over the opened file.
 fn bind(source: &Path, target_fd: &OwnedFd) -> std::io::Result<()> {
-    let src = CString::new(source.as_os_str().as_bytes())?;
     // The magic link names exactly the opened file, whatever its path says now.
-    let dst = CString::new(format!("/proc/self/fd/{}", target_fd.as_raw_fd()))?;
-    // SAFETY: both strings are NUL-terminated and live across the call; fstype and data are
-    // NULL, which mount(2) accepts for a bind.
-    let rc = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            dst.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
-        execguard_seal::mountinfo::forget();
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    let target = PathBuf::from(format!("/proc/self/fd/{}", target_fd.as_raw_fd()));
+    crate::noexec::mount_call(source, &target, libc::MS_BIND)
 }
 
 /// Masks every provider configuration file or directory of the workspace that exists, with
