@@ -1565,6 +1565,48 @@ fn a_session_ended_by_sigterm_is_quarantined_too() {
     }
 }
 
+/// The supervisor of a host session blocks the asynchronous signals and passes each one on to
+/// the session (tini's loop), except those the terminal sends the whole process group, which
+/// the session has already: SIGINT sent to the supervisor alone is dropped, SIGUSR1 reaches
+/// the session, and the supervisor exits with the session's own status.
+#[test]
+fn the_supervisor_passes_signals_on_but_not_the_terminals() {
+    for who in identities() {
+        let s = Session::new(who, "signals");
+        let ready = s.root.join("ready");
+        let script = format!(
+            "trap 'echo int' INT; trap 'echo usr1; exit 7' USR1; touch '{}'; sleep 30 & wait",
+            ready.display()
+        );
+        let mut c = Command::new(EXECGUARD);
+        c.args(["run", "--", "sh", "-c", &script])
+            .current_dir(&s.repo)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        s.who.apply(&mut c);
+        let child = c
+            .env("HOME", &s.home)
+            .env_remove("EXECGUARD_POLICY")
+            .spawn()
+            .unwrap();
+        for _ in 0..200 {
+            if ready.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(ready.exists(), "{}: the session did not start", who.label());
+        // Both pending at once are taken lowest first: SIGINT, dropped, then SIGUSR1.
+        for sig in [libc::SIGINT, libc::SIGUSR1] {
+            // SAFETY: kill takes no pointers; the pid is our own child's.
+            unsafe { libc::kill(child.id() as i32, sig) };
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "usr1\n", "{}", who.label());
+    }
+}
+
 /// The shim base lies in the write set: a session can put anything in place of the records
 /// `execguard run` keeps there. The next run neither writes through a link into a file of the
 /// user's elsewhere nor waits on a FIFO.

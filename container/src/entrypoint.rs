@@ -21,6 +21,10 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Command;
 
+use execguard_session::handback::{self, Handback};
+use execguard_session::reaper::{spawn_failure_code, Stand};
+use execguard_session::supervisor::{Duties, Supervisor};
+
 use crate::allowlist;
 use crate::chain;
 use crate::env::{parse_session_env, Date};
@@ -28,7 +32,6 @@ use crate::home;
 use crate::manifest;
 use crate::paths::Paths;
 use crate::privs::{drop_privileges, Start, Syscall, Target};
-use crate::reaper::{spawn_failure_code, Init};
 use crate::session::Mutability;
 use crate::state::{write_state, Assurance, Reduction, RuntimeState};
 use crate::sys;
@@ -162,28 +165,21 @@ struct Prepared {
     _link: Option<chain::ChainLink>,
     /// A strict session's repositories, recorded before it starts: what it plants in their
     /// control files is quarantined when it ends (wrappers/README.md, rule 3).
-    takeover: Option<Takeover>,
-}
-
-struct Takeover {
-    snapshots: Vec<execguard_wrappers::takeover::Snapshot>,
-    workspace: PathBuf,
-    home: PathBuf,
-    audit_log: Option<PathBuf>,
-    profile: execguard_policy::Profile,
+    handback: Option<Handback>,
 }
 
 fn start(mut prepared: Prepared) -> i32 {
-    let init = match Init::install() {
-        Ok(i) => i,
-        Err(e) => {
-            return refuse(&Refusal::new(
-                "init_failed",
-                format!("failed to block signals: {e}"),
-            ))
-        }
+    let duties = Duties {
+        // Nothing of the session may outlive it and plant again after the hand-back.
+        end_the_rest: prepared.handback.is_some(),
+        carry_back: false,
+        handback: prepared.handback.take(),
     };
-    let child = match init.spawn(&mut prepared.cmd) {
+    let supervisor = match Supervisor::install(Stand::Init, duties) {
+        Ok(s) => s,
+        Err(e) => return refuse(&Refusal::new("init_failed", e.to_string())),
+    };
+    let child = match supervisor.spawn(&mut prepared.cmd) {
         Ok(pid) => pid,
         Err(e) => {
             eprintln!(
@@ -193,35 +189,8 @@ fn start(mut prepared: Prepared) -> i32 {
             return spawn_failure_code(&e);
         }
     };
-    let code = match init.wait_and_forward(child) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{NAME}: failed to wait for the child: {e}");
-            1
-        }
-    };
-    if let Some(t) = &prepared.takeover {
-        // Nothing of the session may outlive it and plant again after the quarantine: as PID 1,
-        // end every other process of the container first (only as PID 1: elsewhere kill(-1)
-        // would reach processes outside the container).
-        if std::process::id() == 1 {
-            // SAFETY: kill(-1) from PID 1 signals every other process of its pid namespace.
-            unsafe { libc::kill(-1, libc::SIGKILL) };
-            while {
-                let mut status = 0;
-                // SAFETY: `status` is a valid out-pointer.
-                unsafe { libc::waitpid(-1, &mut status, 0) > 0 }
-            } {}
-        }
-        execguard_wrappers::takeover::finish_session(
-            &t.snapshots,
-            &t.workspace,
-            Some(&t.home),
-            "entrypoint",
-            t.audit_log.as_deref(),
-            t.profile,
-        );
-    }
+    let code = supervisor.wait(child);
+    supervisor.finish();
     code
 }
 
@@ -523,29 +492,24 @@ fn prepare(
         }
     }
     // Recorded last, right before the session starts.
-    let takeover = (session.profile == execguard_policy::Profile::Strict).then(|| {
-        let home = paths.agent_home();
-        let snapshots =
-            execguard_wrappers::takeover::Snapshot::record_workspace(&paths.workspace, Some(&home))
-                .unwrap_or_else(|e| {
-                    eprintln!("{NAME}: warning: cannot record the workspace's repositories ({e}): what the session plants in them is not quarantined");
-                    Vec::new()
-                });
-        Takeover {
-            snapshots,
-            workspace: paths.workspace.clone(),
-            home,
-            // By its canonical name now, before the session: the end writes it by that name
-            // with no link on the way.
-            audit_log: crate::audit::policy_log(paths)
-                .map(|(log, _)| std::fs::canonicalize(&log).unwrap_or(log)),
-            profile: session.profile,
-        }
+    let handback = (session.profile == execguard_policy::Profile::Strict).then(|| {
+        let log = crate::audit::policy_log(paths).map(|(log, _)| log);
+        handback::record(
+            "entrypoint",
+            &paths.workspace,
+            Some(&paths.agent_home()),
+            log.as_deref(),
+            session.profile,
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("{NAME}: warning: cannot record the workspace's repositories ({}): what the session plants in them is not quarantined", e.source);
+            *e.unrecorded
+        })
     });
     Ok(Prepared {
         cmd,
         _link: link,
-        takeover,
+        handback,
     })
 }
 

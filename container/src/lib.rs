@@ -7,7 +7,8 @@
 //!   records the runtime state in a root-owned directory ([`state`]), adds the mapped user
 //!   ([`user`]), builds the provider home ([`home`]), drops every privilege and verifies the drop
 //!   ([`privs`]), then starts the provider wrapper (or an explicit arbitrary command) and stays
-//!   as a tini-style init that forwards signals and reaps zombies ([`reaper`]).
+//!   as a tini-style init that forwards signals and reaps zombies (`execguard_session::supervisor`,
+//!   the same supervisor as the host chain's).
 //! * `execguard-provider` is the provider wrapper: it accepts only a start by the entrypoint chain
 //!   ([`chain`]), applies the per-provider argument policy ([`provider`]), pins the environment and
 //!   execs the real provider CLI.
@@ -30,7 +31,6 @@ pub mod paths;
 pub mod privs;
 pub mod provider;
 pub mod provider_main;
-pub mod reaper;
 pub mod repo_config;
 pub mod session;
 pub mod state;
@@ -46,6 +46,6 @@ pub use session::{Agent, Autonomy, Mutability};
 /// Exit status of every refusal (bad environment, tampered control plane, refused argument).
 pub const EXIT_REFUSED: i32 = 2;
 /// Exit status when the command could be found but not executed (tini and shells agree).
-pub const EXIT_CANNOT_EXECUTE: i32 = 126;
+pub const EXIT_CANNOT_EXECUTE: i32 = execguard_session::reaper::EXIT_CANNOT_EXECUTE;
 /// Exit status when the command was not found.
-pub const EXIT_NOT_FOUND: i32 = 127;
+pub const EXIT_NOT_FOUND: i32 = execguard_session::reaper::EXIT_NOT_FOUND;

@@ -12,7 +12,8 @@
 //! | [`inherited`] | the descriptors the session inherits: the files they write, and each opened again through the session's mounts |
 //! | [`carry`] | the channel that carries inherited files' new descriptions to the supervisor and their offsets back |
 //! | [`seal`] | the glue into `execguard_seal`: the partition a policy describes, and sealing this process |
-//! | [`supervisor`] | the process that stays outside a strict host session: fork, signals, reaping, the end |
+//! | [`reaper`] | the supervisor's tini loop: signals blocked, waited for, passed on; every exited process reaped |
+//! | [`supervisor`] | the process that stays outside the session (the host's fork, the container's PID 1) and its duties at the end |
 //! | [`assurance`] | the start record of what the session is held to |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
@@ -30,6 +31,7 @@ pub mod launch;
 pub mod paths;
 pub mod policy_text;
 pub mod preflight;
+pub mod reaper;
 pub mod runtime_dir;
 pub mod runtimes;
 pub mod seal;

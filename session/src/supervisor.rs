@@ -1,104 +1,127 @@
-//! The supervisor of a strict host session: it forks, stays outside the session, passes
-//! signals on, waits, ends what is left of the session and hands the repository back.
+//! The supervisor: the process that stays outside the session (unsealed, unguarded) while
+//! its first process runs, on the tini loop of [`crate::reaper`], and does its
+//! [`Duties`] once that process has ended. The host chain forks it beside a session
+//! ([`Supervisor::fork_session`]); the container's PID 1 is one ([`Supervisor::spawn`]).
 
-use anyhow::{bail, Context as _, Result};
-use std::path::Path;
+use crate::handback::Handback;
+use crate::reaper::{Init, InstallError, Stand};
+use std::os::fd::OwnedFd;
+use std::process::Command;
 
-/// The session's first process, while the supervisor waits: signals the supervisor gets are
-/// passed on to it.
-static SESSION_CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// What the supervisor does besides passing signals on and reaping, once the session's first
+/// process has ended, in the order [`Supervisor::finish`] does them. Each is a field, on or
+/// off, for every profile alike: a new duty is a new field and its line in `finish`.
+#[derive(Default)]
+pub struct Duties {
+    /// End every process the session left (a `setsid` daemon, a double fork), so that
+    /// nothing of it outlives it to write the repositories again after the hand-back.
+    pub end_the_rest: bool,
+    /// Carry the inherited files' offsets back to the descriptions the session was given
+    /// ([`crate::carry`]): its child sends the new ones over a channel made at the fork.
+    pub carry_back: bool,
+    /// Hand the workspace's repositories back, reviewed.
+    pub handback: Option<Handback>,
+}
 
-extern "C" fn forward_signal(sig: libc::c_int) {
-    let child = SESSION_CHILD.load(std::sync::atomic::Ordering::Relaxed);
-    if child > 0 {
-        // SAFETY: kill is async-signal-safe and takes no pointers.
-        unsafe { libc::kill(child, sig) };
+/// A step of the supervisor that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SupervisorError {
+    #[error(transparent)]
+    Install(#[from] InstallError),
+    #[error("failed to make the session's channel: {0}")]
+    Channel(#[source] std::io::Error),
+    #[error("failed to fork the session supervisor: {0}")]
+    Fork(#[source] std::io::Error),
+}
+
+/// An installed supervisor: signals blocked, a subreaper unless PID 1, its duties known.
+pub struct Supervisor {
+    init: Init,
+    duties: Duties,
+    /// The supervisor's end of the carry channel.
+    carried: Option<OwnedFd>,
+}
+
+impl Supervisor {
+    /// Blocks the asynchronous signals and becomes a subreaper (unless PID 1): call before
+    /// the session's first process is made, so no signal or orphan is missed.
+    pub fn install(stand: Stand, duties: Duties) -> Result<Self, SupervisorError> {
+        Ok(Self {
+            init: Init::install(stand)?,
+            duties,
+            carried: None,
+        })
+    }
+
+    /// The host chain: forks. The child returns, becomes the session, with its end of the
+    /// carry channel when the supervisor carries back; this process supervises it and exits
+    /// with its status, never returning.
+    ///
+    /// # Safety
+    /// The caller is single-threaded (the child goes on running Rust code).
+    pub unsafe fn fork_session(mut self) -> Result<Option<OwnedFd>, SupervisorError> {
+        let channel = if self.duties.carry_back {
+            Some(crate::carry::channel().map_err(SupervisorError::Channel)?)
+        } else {
+            None
+        };
+        // SAFETY: the caller promises a single thread.
+        let child = unsafe { self.init.fork() }.map_err(SupervisorError::Fork)?;
+        if child == 0 {
+            // The session never reads the hand-back's record: freeing it would only write
+            // (copy) the heap pages this child shares with the supervisor, just before its
+            // exec drops them.
+            std::mem::forget(self.duties.handback.take());
+            return Ok(channel.map(|(_, session_end)| session_end));
+        }
+        self.carried = channel.map(|(supervisor_end, _)| supervisor_end);
+        let code = self.wait(child);
+        self.finish();
+        std::process::exit(code)
+    }
+
+    /// The container chain: spawns `cmd` in a process group of its own. Returns its pid.
+    pub fn spawn(&self, cmd: &mut Command) -> std::io::Result<libc::pid_t> {
+        self.init.spawn(cmd)
+    }
+
+    /// Passes signals on and reaps until `child` has ended; its exit code (1 when the loop
+    /// itself failed, said on stderr).
+    pub fn wait(&self, child: libc::pid_t) -> i32 {
+        match self.init.wait_and_forward(child) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("execguard: failed to wait for the session: {e}");
+                1
+            }
+        }
+    }
+
+    /// The duties, in order, once the session's first process has ended.
+    pub fn finish(self) {
+        if self.duties.end_the_rest {
+            end_remaining_processes();
+        }
+        if let Some(carried) = &self.carried {
+            crate::carry::carry_back(carried);
+        }
+        if let Some(handback) = &self.duties.handback {
+            handback.finish();
+        }
     }
 }
 
-/// Rule 3 of `wrappers/README.md` for a strict host session: record the control files of the
-/// repositories of `workspace` (`Snapshot::record_workspace`), then fork. The child returns
-/// and becomes the session, with the channel that takes the new descriptions of its
-/// inherited files to this process ([`crate::carry`]); this process stays outside it
-/// (unsealed, unguarded), passes SIGTERM/SIGHUP on, waits, carries the files' offsets back,
-/// quarantines what the session planted (one audit record per file, one notice line on
-/// stderr) and exits with the session's status.
-pub fn supervise_repository(
-    workspace: &Path,
-    audit_log: Option<&Path>,
-    profile: execguard_policy::Profile,
-) -> Result<std::os::fd::OwnedFd> {
-    let handback = crate::handback::record(workspace, audit_log, profile)?;
-    // Supervised even without a repository now: one the session creates is checked at the end.
-    // Orphans of the session become this process's children, so that none outlives the
-    // session to plant again after the quarantine (not inherited by the child).
-    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes an integer and changes only this process.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        bail!(
-            "cannot make the session supervisor a subreaper: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    let (carried, carry) = crate::carry::channel().context("cannot make the session's channel")?;
-    // SAFETY: fork has no preconditions; `execguard run` is single-threaded here, so the child
-    // may go on running Rust code.
-    let child = unsafe { libc::fork() };
-    if child < 0 {
-        bail!(
-            "cannot fork the session supervisor: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    if child == 0 {
-        // The session never reads the snapshots: freeing them would only write (copy) the
-        // heap pages this child shares with the supervisor, just before its exec drops them.
-        std::mem::forget(handback);
-        drop(carried);
-        return Ok(carry);
-    }
-    drop(carry);
-    SESSION_CHILD.store(child, std::sync::atomic::Ordering::Relaxed);
-    // The terminal sends SIGINT/SIGQUIT to the session itself (same process group): ignore
-    // them here, as system(3) does. SIGTERM/SIGHUP sent to this pid are passed on.
-    for sig in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: SIG_IGN takes no handler code.
-        unsafe { libc::signal(sig, libc::SIG_IGN) };
-    }
-    for sig in [libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only loads an atomic and calls kill, both async-signal-safe.
-        unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
-    }
-    let mut status = 0;
-    loop {
-        // SAFETY: `status` is a valid out-pointer for the duration of the call.
-        let r = unsafe { libc::waitpid(child, &mut status, 0) };
-        if r == child {
-            // Reaped: its pid may be reused from now on, so nothing more is passed on to it.
-            SESSION_CHILD.store(0, std::sync::atomic::Ordering::Relaxed);
-            break;
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
-    }
-    end_remaining_processes();
-    crate::carry::carry_back(&carried);
-    handback.finish("run");
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else if libc::WIFSIGNALED(status) {
-        128 + libc::WTERMSIG(status)
-    } else {
-        1
-    };
-    std::process::exit(code)
-}
-
-/// Ends what is left of the session once its first process has exited: every process
-/// reparented to this subreaper (a `setsid` daemon, a double fork) is killed and reaped, until
-/// none is left, so nothing of the session can write the repository again after the
-/// quarantine.
+/// Ends what is left of the session once its first process has exited: as PID 1 every other
+/// process of the pid namespace, and every process reparented to this subreaper (a `setsid`
+/// daemon, a double fork) is killed and reaped, until none is left, so nothing of the session
+/// can write the repository again after the hand-back.
 fn end_remaining_processes() {
+    if std::process::id() == 1 {
+        // Only as PID 1: elsewhere kill(-1) would reach processes outside the container.
+        // SAFETY: kill(-1) from PID 1 signals every other process of its pid namespace.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+    }
     let children = format!("/proc/self/task/{}/children", std::process::id());
     // Until none is left, however long: each level of a chain of forks reaches this process
     // only when the one above it has died, and a count would let a deep enough chain outlive

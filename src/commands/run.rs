@@ -6,8 +6,11 @@
 use anyhow::{bail, Result};
 use execguard_load::{Loaded, Source, POLICY_ENV};
 use execguard_policy::{Profile, Verdict};
+use execguard_session::handback;
 use execguard_session::launch::{decide_command, lossy};
+use execguard_session::reaper::Stand;
 use execguard_session::runtimes::guard_library;
+use execguard_session::supervisor::{Duties, Supervisor};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -217,16 +220,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
     execguard_seal::test_hooks_at("partition");
     let partition = execguard_session::seal::partition(&policy);
     let mut carry = None;
-    if host && policy.profile() == Profile::Strict {
+    // The one line that says which sessions are supervised (the others need no duty).
+    let supervised = host && policy.profile() == Profile::Strict;
+    if supervised {
         let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
         let log = policy
             .audit_log()
             .map(|l| std::path::Path::new(std::ffi::OsStr::from_bytes(l)));
-        carry = Some(execguard_session::supervisor::supervise_repository(
-            workspace,
-            log,
-            policy.profile(),
-        )?);
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        // Supervised even without a repository now: one the session creates is checked at
+        // the end.
+        let handback = handback::record("run", workspace, home.as_deref(), log, policy.profile())?;
+        let duties = Duties {
+            end_the_rest: true,
+            carry_back: true,
+            handback: Some(handback),
+        };
+        let supervisor = Supervisor::install(Stand::Beside, duties)?;
+        // SAFETY: `execguard run` is single-threaded here.
+        carry = unsafe { supervisor.fork_session() }?;
     }
     // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
     if host && policy.seal() {
