@@ -219,11 +219,11 @@ fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
 }
 
 /// The recorded exec dirs that are still the directory the record names; `None` when there
-/// is no record yet. A line may carry the directory's identity (`PATH<TAB>DEV:INO`, as a run
-/// writes it): a directory of that name that is another one now (removed, then made again, say
-/// by a session) does not count. A line without one (added by hand) counts by its name.
+/// is no record yet. A line may carry the directory's identity (`PATH<TAB>DEV:INO:BIRTH`, as a
+/// run writes it; older runs wrote `DEV:INO`): a directory of that name that is another one now
+/// (removed, then made again, say by a session) does not count. A line without one (added by
+/// hand) counts by its name.
 fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
-    use std::os::unix::fs::MetadataExt;
     let text = match std::fs::read_to_string(record) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -241,11 +241,9 @@ fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
             Some((p, id)) => (PathBuf::from(p), Some(id.trim())),
             None => (PathBuf::from(line), None),
         };
-        let now = std::fs::metadata(&path)
-            .ok()
-            .map(|m| format!("{}:{}", m.dev(), m.ino()));
+        let now = std::fs::metadata(&path).ok().map(|m| dir_identity(&m));
         match (id, now) {
-            (Some(id), Some(now)) if id != now => eprintln!(
+            (Some(id), Some(now)) if !same_identity(id, &now) => eprintln!(
                 "execguard: notice: {} is not the directory {} recorded (it was made again): in this session it is written, never run (record it again outside a session)",
                 path.display(),
                 record.display()
@@ -254,6 +252,30 @@ fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
         }
     }
     Ok(Some(dirs))
+}
+
+/// A directory's identity in the record: device and inode, and its birth time to the
+/// nanosecond where the file system keeps one. The inode alone is not enough: ext4 gives a
+/// directory made right after one was removed the same number (and the same birth second).
+fn dir_identity(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let id = format!("{}:{}", m.dev(), m.ino());
+    match m
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    {
+        Some(birth) => format!("{id}:{}.{:09}", birth.as_secs(), birth.subsec_nanos()),
+        None => id,
+    }
+}
+
+/// Is the recorded identity `recorded` the one a directory has `now`? A record of an older run
+/// (`DEV:INO`) or of a file system without birth times compares the parts it has.
+fn same_identity(recorded: &str, now: &str) -> bool {
+    let parts = recorded.split(':').count();
+    let now: Vec<&str> = now.split(':').collect();
+    parts <= now.len() && recorded == now[..parts].join(":")
 }
 
 fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
@@ -267,14 +289,14 @@ fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
     let mut text = String::from(
         "# Directories inside $HOME that execguard sessions may run programs from (read-only\n\
          # inside a session). One canonical path a line, with the directory's identity after a\n\
-         # tab (DEV:INO): the same name made again is not the recorded directory. Written by the\n\
+         # tab (DEV:INO:BIRTH): the same name made again is not the recorded directory. Written by the\n\
          # first execguard run; a line added by hand may leave the identity out.\n",
     );
     for d in dirs {
-        use std::os::unix::fs::MetadataExt;
         text.push_str(&d.to_string_lossy());
         if let Ok(m) = std::fs::metadata(d) {
-            text.push_str(&format!("\t{}:{}", m.dev(), m.ino()));
+            text.push('\t');
+            text.push_str(&dir_identity(&m));
         }
         text.push('\n');
     }
@@ -414,6 +436,33 @@ fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory removed and made again is another one, though ext4 gives it the same
+    /// inode number; a record of an older run (no birth time) compares device and inode.
+    #[test]
+    fn a_directory_made_again_is_not_the_recorded_one() {
+        let t = crate::test_dirs::tmp("made-again");
+        let dir = t.join("bin");
+        std::fs::create_dir(&dir).unwrap();
+        let recorded = dir_identity(&std::fs::metadata(&dir).unwrap());
+        assert!(same_identity(&recorded, &recorded));
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let now = dir_identity(&std::fs::metadata(&dir).unwrap());
+        assert!(!same_identity(&recorded, &now), "{recorded} {now}");
+        let rows = [
+            ("1:2", "1:2:3.000000004", true),
+            ("1:2", "1:3:3.000000004", false),
+            ("1:2:3.000000004", "1:2:3.000000004", true),
+            ("1:2:3.000000004", "1:2:3.000000005", false),
+            ("1:2:3.000000004", "1:2", false),
+            ("1:2:3", "1:2:3.000000004", false),
+        ];
+        for (recorded, now, same) in rows {
+            assert_eq!(same_identity(recorded, now), same, "{recorded} {now}");
+        }
+        std::fs::remove_dir_all(&t).unwrap();
+    }
 
     /// The discovery rules, one row each: a candidate becomes an exec dir when it exists and
     /// lies in `$HOME` (not `$HOME` itself) and not in the workspace; inner ones fold into
