@@ -113,6 +113,9 @@ impl fmt::Display for EnvRefusal {
 
 impl std::error::Error for EnvRefusal {}
 
+/// 9999-12-31T23:59:59Z, the last second humantime writes (its `Display` fails past it).
+const LAST_SECOND: u64 = 253_402_300_799;
+
 /// A calendar date (UTC), used for the breakglass acknowledgment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Date {
@@ -124,30 +127,22 @@ pub struct Date {
 impl Date {
     /// Today in UTC from the system clock.
     pub fn today_utc() -> Self {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        Self::from_unix_days(i64::try_from(secs / 86_400).unwrap_or(0))
+        Self::of(SystemTime::now())
     }
 
-    /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    pub fn from_unix_days(days: i64) -> Self {
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        // Both are small and non-negative by construction of the algorithm.
-        Self {
-            year,
-            month: month as u32,
-            day: day as u32,
-        }
+    /// The civil date of days since 1970-01-01 (up to the last day [`Self::of`] writes).
+    pub fn from_unix_days(days: u64) -> Self {
+        let secs = days.saturating_mul(86_400).min(LAST_SECOND);
+        Self::of(UNIX_EPOCH + std::time::Duration::from_secs(secs))
+    }
+
+    /// The UTC date of `t`: the calendar is humantime's (RFC 3339, `YYYY-MM-DDTHH:MM:SSZ`). A
+    /// clock before the epoch reads as the epoch, as before; humantime formats up to 9999.
+    fn of(t: SystemTime) -> Self {
+        let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let t = UNIX_EPOCH + std::time::Duration::from_secs(secs.min(LAST_SECOND));
+        let rfc3339 = humantime::format_rfc3339_seconds(t).to_string();
+        Self::parse(&rfc3339[..10]).expect("humantime writes YYYY-MM-DD first")
     }
 
     /// Parses exactly `YYYY-MM-DD`.
@@ -733,6 +728,13 @@ mod tests {
                 day: 29
             })
         );
+        // A clock before the epoch, or past what the calendar writes, never panics PID 1.
+        let epoch = Date::from_unix_days(0);
+        assert_eq!(
+            Date::of(UNIX_EPOCH - std::time::Duration::from_secs(1)),
+            epoch
+        );
+        assert_eq!(Date::from_unix_days(u64::MAX).year, 9999);
         for bad in [
             "2024-2-29",
             "2024/02/29",

@@ -69,6 +69,11 @@ pub fn loadavg() -> String {
 
 /// UTC date and time of `t`, as `YYYY-MM-DD HH:MM:SS UTC`.
 pub fn utc(t: std::time::SystemTime) -> String {
+    // humantime's Display panics before the epoch and past 9999: clamp to what it writes.
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs.min(253_402_300_799));
     // RFC 3339 (`2026-12-03T13:22:44Z`), spelled as the reports have always spelled it.
     let rfc = humantime::format_rfc3339_seconds(t).to_string();
     format!("{} UTC", rfc.trim_end_matches('Z').replacen('T', " ", 1))
