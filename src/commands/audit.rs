@@ -1,5 +1,7 @@
 //! `execguard audit`: summarise an audit log (one record per line, the schema of
-//! `execguard_policy::audit`), surviving what a crash or a full disk leaves behind.
+//! `execguard_policy::audit`), surviving what a crash or a full disk leaves behind;
+//! `execguard audit verify` checks a kept log's chain and signatures (`execguard_audit`),
+//! `execguard audit export` hands it on as JSON lines or OCSF with its chain.
 
 use anyhow::{bail, Context as _, Result};
 use execguard_policy::audit::RECORD_MAX;
@@ -10,13 +12,142 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
     /// The audit log; default: the one named by the policy in force, else the one
     /// `execguard run` keeps by default
     file: Option<PathBuf>,
     /// How many denied paths to list
     #[arg(long, default_value_t = 10)]
     top: usize,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Check a kept log's chain and signatures; report the first gap or edit with its line
+    /// (exit 0: whole; 1: broken; 2: unreadable)
+    Verify(Kept),
+    /// Write a kept log's records to stdout, chain included (exit 1 if it does not verify)
+    Export {
+        #[command(flatten)]
+        kept: Kept,
+        /// jsonl (the lines as kept) or ocsf (OCSF Process Activity events)
+        #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "ocsf"])]
+        format: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct Kept {
+    /// The kept log; default: the one named by the policy in force, else the user's
+    /// ($XDG_STATE_HOME/execguard/audit.jsonl, else ~/.local/state/execguard/audit.jsonl)
+    file: Option<PathBuf>,
+    /// The writer's public key (hex); default: audit.pub beside the log, else the user's
+    #[arg(long)]
+    key: Option<PathBuf>,
+}
+
+/// The largest kept log verify or export reads (1 GiB).
+const KEPT_MAX: usize = 1 << 30;
+
+/// The kept log to read: `file`, the policy's, or the user's.
+fn kept_log(file: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(f) = file {
+        return Ok(f);
+    }
+    if let Some(loaded) = session::policy_in_force()? {
+        if let Some(p) = loaded.policy().audit_log() {
+            return Ok(PathBuf::from(std::ffi::OsStr::from_bytes(p)));
+        }
+    }
+    Ok(execguard_audit::key::default_state_dir()?.join("audit.jsonl"))
+}
+
+/// The key to check signatures with: `--key`, `audit.pub` beside the log, the user's.
+fn trusted_key(
+    key: Option<PathBuf>,
+    log: &std::path::Path,
+) -> Result<Option<(PathBuf, ed25519_dalek::VerifyingKey)>> {
+    let candidates: Vec<PathBuf> = match key {
+        Some(k) => vec![k],
+        None => [
+            log.parent().map(|d| d.join("audit.pub")),
+            execguard_audit::key::default_state_dir()
+                .ok()
+                .map(|d| d.join("audit.pub")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    };
+    let given = candidates.len() == 1;
+    for c in candidates {
+        match execguard_audit::key::read_public(&c) {
+            Ok(Some(k)) => return Ok(Some((c, k))),
+            Ok(None) if given => bail!("audit_unreadable: {}: no such key", c.display()),
+            Ok(None) => {}
+            Err(e) => bail!("audit_unreadable: {e}"),
+        }
+    }
+    Ok(None)
+}
+
+/// Verifies the kept log; prints the verdict (stdout when whole, stderr when broken).
+fn verify_kept(kept: Kept, quiet_ok: bool) -> Result<(Vec<u8>, bool)> {
+    let file = kept_log(kept.file)?;
+    let text = crate::input::read_capped(&file, KEPT_MAX)
+        .map_err(|e| anyhow::anyhow!("audit_unreadable: {e}"))?;
+    let key = trusted_key(kept.key, &file)?;
+    match execguard_audit::verify::verify(&text, key.as_ref().map(|(_, k)| k)) {
+        Ok(v) => {
+            let by = match &key {
+                Some((p, _)) => format!("checked against {}", p.display()),
+                None => "checked against the key each session names (no audit.pub found: pass --key to check the writer too)".into(),
+            };
+            let line = format!(
+                "{}: verified: {} lines, {} sessions, every chain whole, signatures {by}",
+                file.display(),
+                v.lines,
+                v.sessions
+            );
+            if quiet_ok {
+                eprintln!("execguard: {line}");
+            } else {
+                println!("{line}");
+            }
+            Ok((text, true))
+        }
+        Err(b) => {
+            eprintln!(
+                "execguard: audit_broken: {} line {}: {}",
+                file.display(),
+                b.line,
+                b.what
+            );
+            Ok((text, false))
+        }
+    }
+}
+
+fn run_action(action: Action) -> Result<ExitCode> {
+    match action {
+        Action::Verify(kept) => {
+            let (_, whole) = verify_kept(kept, false)?;
+            Ok(ExitCode::from(if whole { 0 } else { 1 }))
+        }
+        Action::Export { kept, format } => {
+            let (text, whole) = verify_kept(kept, true)?;
+            let format = execguard_audit::export::Format::from_name(&format)
+                .context("format: jsonl or ocsf")?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            execguard_audit::export::export(&text, format, &mut out)?;
+            std::io::Write::flush(&mut out)?;
+            Ok(ExitCode::from(if whole { 0 } else { 1 }))
+        }
+    }
 }
 
 /// How every record begins ([`execguard_policy::audit::format_record`]).
@@ -128,6 +259,9 @@ fn tally(mut reader: impl BufRead) -> std::io::Result<Tally> {
 /// are counted and said on stderr); 1 when some lines are not records at all; 2 when the log
 /// cannot be read (not a regular file, missing).
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(action) = args.action {
+        return run_action(action);
+    }
     let file = match args.file {
         Some(f) => f,
         None => match execguard_session::policy_text::policy_in_force()? {

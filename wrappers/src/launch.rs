@@ -52,17 +52,23 @@ impl Invocation {
         let line = format!("execguard-{}: {r}\n", self.tool);
         let _ = std::io::stderr().write_all(line.as_bytes());
         if let Some(p) = policy {
-            let Some(log) = p.audit_log.as_deref() else {
+            let Some(sink) = p.audit_sink() else {
                 return EXIT_REFUSED;
             };
-            let written =
-                runtime::audit_refusal(log, self.tool, p.profile, r.code(), r.detail(), &self.args);
+            let written = runtime::audit_refusal(
+                sink,
+                self.tool,
+                p.profile,
+                r.code(),
+                r.detail(),
+                &self.args,
+            );
             if let Err(e) = written {
                 let _ = writeln!(
                     std::io::stderr(),
                     "execguard-{}: warning: failed to write audit log {}: {e}",
                     self.tool,
-                    log.display()
+                    sink.path().display()
                 );
             }
         }

@@ -30,6 +30,8 @@ pub struct RuntimeEntry {
 pub struct WrapperPolicy {
     pub runtimes: Vec<RuntimeEntry>,
     pub audit_log: Option<PathBuf>,
+    /// The writer outside the session that keeps its records (then `audit_log` is its log).
+    pub audit_socket: Option<PathBuf>,
     /// The session profile, for audit records.
     pub profile: Option<execguard_policy::Profile>,
 }
@@ -51,6 +53,7 @@ impl WrapperPolicy {
                 })
                 .collect(),
             audit_log: policy.audit_log().map(os_path),
+            audit_socket: policy.audit_socket().map(os_path),
             profile: Some(policy.profile()),
         }
     }
@@ -121,11 +124,37 @@ impl WrapperPolicy {
     }
 }
 
-/// Appends the record of a refusal to the audit log, in the one schema
+/// Where a wrapper's records go: the writer outside the session, or the log itself.
+#[derive(Clone, Copy, Debug)]
+pub enum AuditSink<'a> {
+    Writer(&'a Path),
+    Log(&'a Path),
+}
+
+impl AuditSink<'_> {
+    pub fn path(&self) -> &Path {
+        match self {
+            AuditSink::Writer(p) | AuditSink::Log(p) => p,
+        }
+    }
+}
+
+impl WrapperPolicy {
+    /// Where this policy's records go, if anywhere.
+    pub fn audit_sink(&self) -> Option<AuditSink<'_>> {
+        match (&self.audit_socket, &self.audit_log) {
+            (Some(s), _) => Some(AuditSink::Writer(s)),
+            (None, Some(l)) => Some(AuditSink::Log(l)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Sends or appends the record of a refusal, in the one schema
 /// ([`execguard_policy::audit`]): tool `git`/`node`, entry `wrapper`, the reason code, the
 /// argument that decided as `path`, the command line as `target`; whole or not at all.
 pub fn audit_refusal(
-    log: &Path,
+    sink: AuditSink<'_>,
     tool: &str,
     profile: Option<execguard_policy::Profile>,
     code: &str,
@@ -146,8 +175,13 @@ pub fn audit_refusal(
         detail.as_bytes(),
         &target,
     );
-    execguard_os::audit::append(log.as_os_str().as_bytes(), &record)
-        .map_err(|e| io::Error::other(format!("{e:?}")))
+    match sink {
+        AuditSink::Writer(socket) => {
+            execguard_os::audit::send(socket.as_os_str().as_bytes(), &record)
+        }
+        AuditSink::Log(log) => execguard_os::audit::append(log.as_os_str().as_bytes(), &record),
+    }
+    .map_err(|e| io::Error::other(format!("{e:?}")))
 }
 
 /// Refuse to run under a tracer, and make this process non-dumpable so a same-uid process

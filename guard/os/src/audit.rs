@@ -116,3 +116,86 @@ pub fn append(log: &[u8], record: &Record<'_>) -> Result<(), AppendError> {
     let n = format_record(record, &mut buf);
     append_record(log, &buf[..n])
 }
+
+/// How long a sender waits for the writer's answer: a writer that does not answer in this
+/// time is taken as one that did not keep the record (the exec is refused).
+const ANSWER_TIMEOUT_SECS: i64 = 5;
+
+/// Sends one formatted record to the writer listening at `socket` (the policy's
+/// `audit_socket`) and waits for its answer: `Ok` only when the writer says it kept it.
+///
+/// A new connection per record, by name: nothing depends on a descriptor the process could
+/// have closed (`close_fds`, `closefrom`) or an environment it could have emptied (`env -i`:
+/// the guard's policy snapshot still names the socket). One `SOCK_SEQPACKET` message: the
+/// writer gets the whole record or nothing, even if this process is killed while sending.
+pub fn send_record(socket: &[u8], record: &[u8]) -> Result<(), AppendError> {
+    send_record_as(socket, record, Answer::Wait)
+}
+
+/// Whether a sender waits for the writer to say it kept the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// An exec that goes ahead only once its record is kept (an audited allow).
+    Wait,
+    /// A refusal: the exec is refused whatever happens, so the record need only be handed
+    /// over whole (queued on the writer's connection, which keeps it after this process
+    /// closes its end); a record the writer then cannot write is counted in its next
+    /// `audit_lost` notice.
+    Delivered,
+}
+
+/// [`send_record`], waiting for the writer's answer or only for the hand-over.
+pub fn send_record_as(socket: &[u8], record: &[u8], answer: Answer) -> Result<(), AppendError> {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut addr: libc::sockaddr_un = unsafe { core::mem::zeroed() };
+    if socket.is_empty() || socket.len() >= addr.sun_path.len() || socket.contains(&0) {
+        return Err(AppendError::Failed(libc::ENAMETOOLONG));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in addr.sun_path.iter_mut().zip(socket) {
+        *d = *s as libc::c_char;
+    }
+    let len = core::mem::size_of::<libc::sa_family_t>() + socket.len() + 1;
+    let fd = raw::socket_unix_seqpacket().map_err(AppendError::Failed)?;
+    let result = (|| {
+        raw::set_timeouts(fd, ANSWER_TIMEOUT_SECS)?;
+        // SAFETY: `addr` is a valid sockaddr_un whose first `len` bytes are initialised.
+        unsafe { raw::connect(fd, &addr as *const _ as *const libc::sockaddr, len as u32) }?;
+        raw::send(fd, record)?;
+        if answer == Answer::Delivered {
+            return Ok(());
+        }
+        let mut kept = [0u8; 1];
+        match raw::recv(fd, &mut kept)? {
+            1 if kept[0] == b'+' => Ok(()),
+            _ => Err(libc::EIO),
+        }
+    })();
+    raw::close(fd);
+    result.map_err(AppendError::Failed)
+}
+
+/// Formats `record` and sends it to the writer at `socket` ([`send_record_as`]): an allow
+/// waits until the writer kept it (the exec goes ahead only then), a refusal or a notice only
+/// until it is handed over.
+pub fn send(socket: &[u8], record: &Record<'_>) -> Result<(), AppendError> {
+    let mut buf = [0u8; RECORD_MAX];
+    let n = format_record(record, &mut buf);
+    let answer = match record.decision {
+        Decision::Allow => Answer::Wait,
+        Decision::Deny | Decision::Notice => Answer::Delivered,
+    };
+    send_record_as(socket, &buf[..n], answer)
+}
+
+/// Where the policy sends records: to its writer's socket when it names one, else appended
+/// to its log.
+pub fn deliver(
+    policy: &execguard_policy::Policy<'_>,
+    record: &Record<'_>,
+) -> Option<Result<(), AppendError>> {
+    if let Some(socket) = policy.audit_socket() {
+        return Some(send(socket, record));
+    }
+    policy.audit_log().map(|log| append(log, record))
+}

@@ -551,6 +551,102 @@ pub fn in_group(gid: libc::gid_t, effective: bool) -> bool {
     n > 0 && groups[..n as usize].contains(&gid)
 }
 
+/// `socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)`.
+pub fn socket_unix_seqpacket() -> Result<c_int, c_int> {
+    let a = [
+        libc::AF_UNIX as c_long,
+        (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as c_long,
+        0,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: socket takes integers only.
+    unsafe { call(libc::SYS_socket, a) }.map(|fd| fd as c_int)
+}
+
+/// `SO_RCVTIMEO` and `SO_SNDTIMEO` of `secs` seconds on `fd`.
+pub fn set_timeouts(fd: c_int, secs: i64) -> Result<(), c_int> {
+    let tv = libc::timeval {
+        tv_sec: secs,
+        tv_usec: 0,
+    };
+    for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        let a = [
+            fd as c_long,
+            libc::SOL_SOCKET as c_long,
+            opt as c_long,
+            &tv as *const libc::timeval as c_long,
+            core::mem::size_of::<libc::timeval>() as c_long,
+            0,
+        ];
+        // SAFETY: `tv` is a valid timeval of the size given, alive for the call.
+        unsafe { call(libc::SYS_setsockopt, a) }?;
+    }
+    Ok(())
+}
+
+/// `connect(fd, addr, len)`, resumed after a signal (`EINTR`: the kernel goes on connecting a
+/// UNIX socket; `EISCONN` then says it is done).
+///
+/// # Safety
+/// `addr` points at `len` readable bytes of a socket address.
+pub unsafe fn connect(fd: c_int, addr: *const libc::sockaddr, len: u32) -> Result<(), c_int> {
+    let a = [fd as c_long, addr as c_long, len as c_long, 0, 0, 0];
+    let mut again = false;
+    loop {
+        // SAFETY: forwarded contract.
+        match unsafe { call(libc::SYS_connect, a) } {
+            Ok(_) => return Ok(()),
+            Err(libc::EINTR) => again = true,
+            Err(libc::EISCONN) if again => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `send(fd, buf, MSG_NOSIGNAL)` of all of `buf` as one message (a writer that went away
+/// raises no `SIGPIPE`).
+pub fn send(fd: c_int, buf: &[u8]) -> Result<(), c_int> {
+    let a = [
+        fd as c_long,
+        buf.as_ptr() as c_long,
+        buf.len() as c_long,
+        libc::MSG_NOSIGNAL as c_long,
+        0,
+        0,
+    ];
+    loop {
+        // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`; no address is given.
+        match unsafe { call(libc::SYS_sendto, a) } {
+            Ok(n) if n as usize == buf.len() => return Ok(()),
+            Ok(_) => return Err(libc::EMSGSIZE),
+            Err(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `recv(fd, buf, 0)`, resumed after a signal.
+pub fn recv(fd: c_int, buf: &mut [u8]) -> Result<usize, c_int> {
+    let a = [
+        fd as c_long,
+        buf.as_mut_ptr() as c_long,
+        buf.len() as c_long,
+        0,
+        0,
+        0,
+    ];
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`; no address is asked.
+        match unsafe { call(libc::SYS_recvfrom, a) } {
+            Ok(n) => return Ok(n as usize),
+            Err(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

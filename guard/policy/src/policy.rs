@@ -9,6 +9,8 @@
 //! allow_commands = []                      # empty: no allow-list; else basenames or paths
 //! audit_log = "/state/execguard/audit.jsonl"
 //! audit_allow = false                      # also record allowed execs
+//! audit_socket = "/home/u/.local/state/execguard/run/0123456789abcdef.sock"
+//!                                          # records go to the writer outside the session
 //! runtime_profile = "/run/execguard/state/profile"  # root-owned file that may set the profile
 //! seal = false                             # the session runs under a Landlock exec seal
 //!
@@ -93,6 +95,7 @@ pub struct Index {
     workspace: Option<Span>,
     runtime_profile: Option<Span>,
     audit_log: Option<Span>,
+    audit_socket: Option<Span>,
     audit_allow: bool,
     seal: bool,
     roots: [Span; MAX_ROOTS],
@@ -113,6 +116,7 @@ impl Index {
         workspace: None,
         runtime_profile: None,
         audit_log: None,
+        audit_socket: None,
         audit_allow: false,
         seal: false,
         roots: [Span { start: 0, len: 0 }; MAX_ROOTS],
@@ -379,6 +383,7 @@ const KEY_WRAPPER: u16 = 1 << 10;
 const KEY_SEAL: u16 = 1 << 11;
 const KEY_EXEC_DIRS: u16 = 1 << 12;
 const KEY_OWN_LOADERS: u16 = 1 << 13;
+const KEY_AUDIT_SOCKET: u16 = 1 << 14;
 const RUNTIME_KEYS: u16 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
 
 fn is_command_name(s: &[u8]) -> bool {
@@ -457,6 +462,7 @@ impl<'a> Policy<'a> {
                 (false, b"allow_commands") => KEY_ALLOWED,
                 (false, b"audit_log") => KEY_AUDIT_LOG,
                 (false, b"audit_allow") => KEY_AUDIT_ALLOW,
+                (false, b"audit_socket") => KEY_AUDIT_SOCKET,
                 (false, b"runtime_profile") => KEY_RUNTIME_PROFILE,
                 (false, b"seal") => KEY_SEAL,
                 (false, b"exec_dirs") => KEY_EXEC_DIRS,
@@ -494,7 +500,7 @@ impl<'a> Policy<'a> {
                         }
                     }
                 }
-                KEY_WORKSPACE | KEY_AUDIT_LOG | KEY_RUNTIME_PROFILE => {
+                KEY_WORKSPACE | KEY_AUDIT_LOG | KEY_AUDIT_SOCKET | KEY_RUNTIME_PROFILE => {
                     let v = c.string()?;
                     if !is_canonical_root(s(v)) {
                         return bad(&c, "expected an absolute canonical path other than /");
@@ -502,6 +508,7 @@ impl<'a> Policy<'a> {
                     let slot = match bit {
                         KEY_WORKSPACE => &mut idx.workspace,
                         KEY_AUDIT_LOG => &mut idx.audit_log,
+                        KEY_AUDIT_SOCKET => &mut idx.audit_socket,
                         _ => &mut idx.runtime_profile,
                     };
                     *slot = Some(v);
@@ -724,6 +731,14 @@ impl<'a> Policy<'a> {
         self.index.audit_log.map(|s| self.get(s))
     }
 
+    /// The socket of the writer that keeps this session's records outside it (the supervisor
+    /// of `execguard run`, PID 1 of the image): when set, records go there, one connection
+    /// each, and `audit_log` names the log that writer keeps (which no process of the session
+    /// writes).
+    pub fn audit_socket(&self) -> Option<&'a [u8]> {
+        self.index.audit_socket.map(|s| self.get(s))
+    }
+
     pub fn audit_allow(&self) -> bool {
         self.index.audit_allow
     }
@@ -777,6 +792,7 @@ mutable_roots = [
 allow_commands = ["git", "/usr/bin/make"]
 audit_log = "/state/audit.jsonl"
 audit_allow = true
+audit_socket = "/state/run/s.sock"
 runtime_profile = "/run/execguard/state/profile"
 seal = true
 
@@ -871,6 +887,7 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
         assert_eq!(p.runtimes().count(), 2);
         assert_eq!(p.runtimes().nth(1).unwrap().name, b"node");
         assert!(p.audit_allow());
+        assert_eq!(p.audit_socket(), Some(&b"/state/run/s.sock"[..]));
         assert_eq!(
             p.runtime_profile(),
             Some(&b"/run/execguard/state/profile"[..])
@@ -884,6 +901,7 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
         assert_eq!(p.workspace(), DEFAULT_WORKSPACE);
         assert!(!p.has_allow_list());
         assert_eq!(p.audit_log(), None);
+        assert_eq!(p.audit_socket(), None);
     }
 
     #[test]

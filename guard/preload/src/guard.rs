@@ -505,7 +505,7 @@ fn report(
         );
         write_all(2, &line[..n]);
     }
-    let Some(log) = policy.and_then(|p| p.audit_log()) else {
+    let Some(policy) = policy else {
         return true;
     };
     let record = execguard_os::audit::stamp(
@@ -521,20 +521,24 @@ fn report(
         path,
         target,
     );
-    // Whole or not at all: a fragment would glue itself to the next record.
-    let written = execguard_os::audit::append(log, &record).is_ok();
-    if !written {
-        let n = format_denial(
-            "execguard",
-            Reason::AuditUnwritable,
-            profile,
-            log,
-            0,
-            &mut line,
-        );
-        write_all(2, &line[..n]);
+    // To the writer outside the session when the policy names one, else appended to the log:
+    // whole or not at all either way (a fragment would glue itself to the next record).
+    match execguard_os::audit::deliver(policy, &record) {
+        None | Some(Ok(())) => true,
+        Some(Err(_)) => {
+            let to = policy.audit_socket().or(policy.audit_log()).unwrap_or(b"");
+            let n = format_denial(
+                "execguard",
+                Reason::AuditUnwritable,
+                profile,
+                to,
+                0,
+                &mut line,
+            );
+            write_all(2, &line[..n]);
+            false
+        }
     }
-    written
 }
 
 fn write_all(fd: c_int, mut bytes: &[u8]) {
