@@ -57,7 +57,7 @@ fn kept_log(file: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(f) = file {
         return Ok(f);
     }
-    if let Some(loaded) = session::policy_in_force()? {
+    if let Some(loaded) = execguard_session::policy_text::policy_in_force()? {
         if let Some(p) = loaded.policy().audit_log() {
             return Ok(PathBuf::from(std::ffi::OsStr::from_bytes(p)));
         }
@@ -97,7 +97,7 @@ fn trusted_key(
 /// Verifies the kept log; prints the verdict (stdout when whole, stderr when broken).
 fn verify_kept(kept: Kept, quiet_ok: bool) -> Result<(Vec<u8>, bool)> {
     let file = kept_log(kept.file)?;
-    let text = crate::input::read_capped(&file, KEPT_MAX)
+    let text = execguard_session::input::read_capped(&file, KEPT_MAX)
         .map_err(|e| anyhow::anyhow!("audit_unreadable: {e}"))?;
     let key = trusted_key(kept.key, &file)?;
     match execguard_audit::verify::verify(&text, key.as_ref().map(|(_, k)| k)) {
