@@ -127,7 +127,15 @@ fn a_swallowed_refusal_leaves_a_trace_in_the_default_log() {
             .arg("--")
             .args(swallowed));
         assert_eq!(o.code, Some(0), "{label}\n{o}");
-        assert!(!o.stderr.contains("audit log"), "{label}\n{o}");
+        assert!(!o.stderr.contains("execguard: audit log: "), "{label}\n{o}");
+        // The session's end brings the swallowed refusal back to stderr (issue 30).
+        assert!(
+            o.stderr.contains(&format!(
+                "execguard: session summary: 1 refusal (audit log {}):",
+                log.display()
+            )),
+            "{label}\n{o}"
+        );
         let records = read_audit(&log);
         assert!(
             records

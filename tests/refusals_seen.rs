@@ -229,3 +229,47 @@ fn a_path_search_is_one_decision_and_one_record() {
         assert_eq!(records[0]["entry"], "execvp");
     }
 }
+
+#[test]
+fn a_refusal_a_child_swallowed_reaches_the_person_when_the_session_ends() {
+    for who in identities() {
+        let sc = Scene::new(who, "summary");
+        let prog = sc.program("prog");
+        // Like cargo, npm or ctest: the child's stderr goes elsewhere than the person's.
+        let out = sc.run(
+            "strict",
+            "./prog 2>/dev/null; ./prog 2>/dev/null; make -s -f /dev/null 2>/dev/null; echo done",
+        );
+        let err = text(&out.stderr);
+        assert_eq!(text(&out.stdout), "done\n", "{}: {err}", who.label());
+        assert!(denial_lines(&err).is_empty(), "{}: {err}", who.label());
+        let summary: Vec<&str> = err
+            .lines()
+            .skip_while(|l| !l.starts_with("execguard: session summary: "))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                format!(
+                    "execguard: session summary: 2 refusals (audit log {}):",
+                    sc.audit.display()
+                )
+                .as_str(),
+                format!(
+                    "execguard:   2 x mutable_native, first {} -- {STRICT_WAY}",
+                    prog.display()
+                )
+                .as_str(),
+            ],
+            "{}: {err}",
+            who.label()
+        );
+        // A session without refusals ends without a summary.
+        let out = sc.run("strict", "true");
+        assert!(
+            !text(&out.stderr).contains("session summary"),
+            "{}",
+            who.label()
+        );
+    }
+}

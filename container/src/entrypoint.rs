@@ -174,6 +174,8 @@ fn start(mut prepared: Prepared) -> i32 {
         end_the_rest: prepared.handback.is_some(),
         carry_back: false,
         handback: prepared.handback.take(),
+        // The image's sessions are summarised by `execguard audit` (issue 30: host sessions).
+        summary: None,
     };
     let supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,

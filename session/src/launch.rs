@@ -114,3 +114,25 @@ pub fn lossy(b: &[u8]) -> String {
 pub fn os(b: Vec<u8>) -> OsString {
     OsString::from_vec(b)
 }
+
+/// The guard's refusal line for `reason` under `profile`, whole path and way forward, as the
+/// preload prints it (`execguard_policy::audit::format_denial`): `execguard run`'s first
+/// command and the end-of-session summary print the same. Ends in a newline.
+pub fn denial_line(
+    reason: execguard_policy::Reason,
+    profile: Option<execguard_policy::Profile>,
+    path: &[u8],
+    omitted: usize,
+) -> String {
+    let mut buf = vec![0u8; execguard_policy::audit::DENIAL_MAX];
+    let n = execguard_policy::audit::format_denial(
+        "execguard",
+        reason,
+        profile,
+        path,
+        omitted,
+        &mut buf,
+    );
+    buf.truncate(n);
+    String::from_utf8_lossy(&buf).into_owned()
+}

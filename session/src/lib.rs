@@ -16,6 +16,7 @@
 //! | [`supervisor`] | the process that stays outside the session (the host's fork, the container's PID 1) and its duties at the end |
 //! | [`assurance`] | the start record of what the session is held to |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
+//! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
 //!
 //! Support for every step: [`paths`] (canonical names, resolved once per process) and
@@ -36,6 +37,7 @@ pub mod runtime_dir;
 pub mod runtimes;
 pub mod seal;
 pub mod shims;
+pub mod summary;
 pub mod supervisor;
 
 /// A fresh directory for one unit test, under this process's id.

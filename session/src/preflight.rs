@@ -32,6 +32,20 @@ pub fn announce_default_log(log: &[u8]) {
     }
 }
 
+/// What only the kernel refuses, said once at the start of a strict sealed session (on a
+/// terminal, like the log's line): a static or Go program has no guard in it to explain its
+/// refusal, so the exec it makes of a program the session wrote just fails with `EACCES`.
+pub const KERNEL_ONLY_NOTICE: &str = "execguard: strict session: static and Go programs written in this session get a bare \"permission denied\" from the kernel, with no line of execguard's (Go's own build and test binaries among them); to run what the workspace builds, start the session with `execguard run --profile development`";
+
+/// Says [`KERNEL_ONLY_NOTICE`] when stderr is a terminal and the session is strict and sealed.
+pub fn announce_kernel_only_refusals(policy: &Policy<'_>) {
+    let strict = policy.seal() && policy.profile() == execguard_policy::Profile::Strict;
+    // SAFETY: isatty takes a descriptor number and touches no memory.
+    if strict && unsafe { libc::isatty(2) } == 1 {
+        eprintln!("{KERNEL_ONLY_NOTICE}");
+    }
+}
+
 /// Opens (creating) the audit log the way the guard will, as this user, so a log that cannot
 /// be written is refused at start rather than at the first refusal. In a sealed session the
 /// log must lie in the write set (the default policy puts it there): a file the session can
@@ -96,10 +110,9 @@ pub fn audit_first_command(
         asked,
     );
     execguard_os::audit::append(log, &record).map_err(|_| {
-        eprintln!(
-            "execguard: denied {}: {}",
-            Reason::AuditUnwritable.code(),
-            String::from_utf8_lossy(log)
+        eprint!(
+            "{}",
+            crate::launch::denial_line(Reason::AuditUnwritable, Some(policy.profile()), log, 0)
         );
         FirstCommandUnaudited {
             log: String::from_utf8_lossy(log).into_owned(),

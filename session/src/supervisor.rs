@@ -21,6 +21,10 @@ pub struct Duties {
     pub carry_back: bool,
     /// Hand the workspace's repositories back, reviewed.
     pub handback: Option<Handback>,
+    /// Print the session's refusals, read back from the audit log from this mark on
+    /// ([`crate::summary`]): a refusal a child's captured stderr swallowed still reaches the
+    /// person.
+    pub summary: Option<crate::summary::Mark>,
 }
 
 /// A step of the supervisor that failed.
@@ -108,6 +112,9 @@ impl Supervisor {
         }
         if let Some(handback) = &self.duties.handback {
             handback.finish();
+        }
+        if let Some(mark) = &self.duties.summary {
+            crate::summary::Summary::since(mark).print(mark.log());
         }
     }
 }

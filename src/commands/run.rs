@@ -185,10 +185,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &env,
     );
     if let Verdict::Deny { reason, path, .. } = &decision.verdict {
-        eprintln!(
-            "execguard: denied {}: {}",
-            reason.code(),
-            lossy(path.as_bytes())
+        eprint!(
+            "{}",
+            execguard_session::launch::denial_line(
+                *reason,
+                Some(policy.profile()),
+                path.as_bytes(),
+                path.omitted()
+            )
         );
     }
     if execguard_session::preflight::audit_first_command(
@@ -235,6 +239,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             end_the_rest: true,
             carry_back: true,
             handback: Some(handback),
+            summary: log.map(execguard_session::summary::Mark::now),
         };
         let supervisor = Supervisor::install(Stand::Beside, duties)?;
         // SAFETY: `execguard run` is single-threaded here.
@@ -256,6 +261,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 eprintln!("execguard: {line}");
             }
         }
+        execguard_session::preflight::announce_kernel_only_refusals(&policy);
         execguard_session::assurance::record_assurance(
             &policy,
             true,
