@@ -150,3 +150,17 @@ fn a_broken_link_or_anchor_is_seen() {
         ["c.md: no such file", "b.md#nothing: no such heading"]
     );
 }
+
+/// The front door stays one screen: what and why, the two commands, the picture, how to test
+/// and where to read next. A new section belongs in docs/ (session.md, audit.md, profiles.md,
+/// ... or a file of its own), linked from the README's reading list.
+#[test]
+fn the_readme_fits_one_screen() {
+    const SCREEN_LINES: usize = 60;
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= SCREEN_LINES,
+        "README.md has {lines} lines, more than one screen ({SCREEN_LINES}): move the new text into docs/ and link it"
+    );
+}
