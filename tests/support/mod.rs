@@ -273,8 +273,10 @@ impl Fixture {
 
     /// A file in `dir` with `content`, mode 0755.
     pub fn write_exec(&self, path: &Path, content: &[u8]) {
-        std::fs::write(path, content).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let staged = path.with_extension("staged");
+        std::fs::write(&staged, content).unwrap();
+        copy(&staged, path);
+        std::fs::remove_file(&staged).unwrap();
     }
 
     /// Lets `who` run scenarios here: the audit log is created and given to `who` (everything
@@ -316,9 +318,23 @@ pub fn read_audit(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `from` copied to `to` (in place when `to` exists), mode 0755, by a child process (`cp`): were this process to hold
+/// `to` open for writing, a child forked meanwhile by another test thread would inherit the
+/// descriptor until its exec, and the kernel refuses to execute a file open for writing
+/// anywhere (ETXTBSY): the harness's race, not the guard's.
 pub fn copy(from: &Path, to: &Path) {
-    std::fs::copy(from, to)
-        .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", from.display(), to.display()));
+    let status = Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap_or_else(|e| panic!("cp {} -> {}: {e}", from.display(), to.display()));
+    assert!(
+        status.success(),
+        "cp {} -> {}: {status}",
+        from.display(),
+        to.display()
+    );
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
