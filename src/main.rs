@@ -32,6 +32,9 @@ enum Command {
     Policy(commands::policy::Command),
     /// Summarise an audit log
     Audit(commands::audit::Args),
+    /// The exec dirs in $HOME sessions run programs from: list, add, remove (outside sessions)
+    #[command(subcommand, name = "exec-dirs")]
+    ExecDirs(commands::exec_dirs::Command),
     /// The hardened image: build it, run sessions in it, render its run profile
     #[command(subcommand)]
     Image(commands::image::Command),
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => commands::doctor::run(args),
         Command::Policy(cmd) => commands::policy::run(cmd),
         Command::Audit(args) => commands::audit::run(args),
+        Command::ExecDirs(cmd) => commands::exec_dirs::run(cmd),
         Command::Image(cmd) => commands::image::run(cmd),
     };
     match result {

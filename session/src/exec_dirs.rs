@@ -136,7 +136,7 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
     // Only the exec dirs the operator's record names: a toolchain directory that a session
     // created (`~/.local/bin`, say) must not become executable for the next session.
     let record = exec_dir_record(&home);
-    check_record_place(&record, &workspace)?;
+    check_record_place(&record, Some(&workspace))?;
     let recorded = read_exec_dir_record(&record)?;
     let mut sides = sides_from(
         &workspace,
@@ -152,20 +152,28 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
             // Said when there is something to say: a home with no toolchain records nothing.
             if !sides.discovered.is_empty() {
                 eprintln!(
-                    "execguard: recorded {} exec dir(s) in {}: later sessions run programs from those alone (edit it outside a session to change them)",
+                    "execguard: recorded {} exec dir(s) in {}: later sessions run programs from those alone (outside a session, `execguard exec-dirs list|add|remove` changes them)",
                     sides.discovered.len(),
                     record.display()
                 );
             }
         }
         Some(_) => {
+            // Once per directory: a notice repeated at every start is one nobody reads.
+            let mut noticed = read_noticed(&record);
             for dir in &sides.unrecorded {
+                if noticed.contains(dir) {
+                    continue;
+                }
                 eprintln!(
-                    "execguard: notice: {} holds programs but is not in {}: in this session it is written, never run (add it there outside a session)",
+                    "execguard: notice: {} holds programs but is not in {}: in this session it is written, never run (outside a session, `execguard exec-dirs add {}` makes it an exec dir; said once)",
                     dir.display(),
-                    record.display()
+                    record.display(),
+                    dir.display()
                 );
+                noticed.push(dir.clone());
             }
+            write_noticed(&record, &noticed);
         }
     }
     // The record itself is read-only to the session, like the exec dirs.
@@ -188,7 +196,7 @@ pub fn exec_dir_record(home: &Path) -> PathBuf {
 /// The record's directory becomes an exec dir (read-only in sessions): it must be that
 /// directory itself, reached through no symlink (one planted before the first run would make
 /// its target executable), and never inside the workspace.
-fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
+fn check_record_place(record: &Path, workspace: Option<&Path>) -> Result<()> {
     let Some(dir) = record.parent() else {
         return Ok(());
     };
@@ -208,7 +216,7 @@ fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
             canonical.display()
         );
     }
-    if dir.starts_with(workspace) {
+    if let Some(workspace) = workspace.filter(|w| dir.starts_with(w)) {
         bail!(
             "exec_dir_record_untrusted: the exec-dir record {} lies in the workspace {}, which the session writes; use a workspace that does not hold ~/.config",
             record.display(),
@@ -224,29 +232,18 @@ fn check_record_place(record: &Path, workspace: &Path) -> Result<()> {
 /// (removed, then made again, say by a session) does not count. A line without one (added by
 /// hand) counts by its name.
 fn read_exec_dir_record(record: &Path) -> Result<Option<Vec<PathBuf>>> {
-    let text = match std::fs::read_to_string(record) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!(
-            "exec_dir_record_unreadable: {}: {e}; fix or remove it",
-            record.display()
-        ),
-    };
+    if std::fs::symlink_metadata(record).is_err() {
+        return Ok(None);
+    }
     let mut dirs = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (path, id) = match line.split_once('\t') {
-            Some((p, id)) => (PathBuf::from(p), Some(id.trim())),
-            None => (PathBuf::from(line), None),
-        };
+    for (path, id) in record_lines(record)? {
         let now = std::fs::metadata(&path).ok().map(|m| dir_identity(&m));
         match (id, now) {
-            (Some(id), Some(now)) if !same_identity(id, &now) => eprintln!(
-                "execguard: notice: {} is not the directory {} recorded (it was made again): in this session it is written, never run (record it again outside a session)",
+            (Some(id), Some(now)) if !same_identity(&id, &now) => eprintln!(
+                "execguard: notice: {} is not the directory {} recorded (it was made again): in this session it is written, never run (outside a session, `execguard exec-dirs add {}` records it again)",
                 path.display(),
-                record.display()
+                record.display(),
+                path.display()
             ),
             _ => dirs.push(path),
         }
@@ -276,6 +273,197 @@ fn same_identity(recorded: &str, now: &str) -> bool {
     let parts = recorded.split(':').count();
     let now: Vec<&str> = now.split(':').collect();
     parts <= now.len() && recorded == now[..parts].join(":")
+}
+
+/// The directories the "not in the record" notice was said for, beside the record
+/// (`exec-dirs.noticed`, one a line): read-only in sessions, like the record.
+fn noticed_file(record: &Path) -> PathBuf {
+    record.with_file_name("exec-dirs.noticed")
+}
+
+fn read_noticed(record: &Path) -> Vec<PathBuf> {
+    std::fs::read_to_string(noticed_file(record))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Best effort: unwritten (a nested session, where the record is read-only), a notice is
+/// only said again.
+fn write_noticed(record: &Path, dirs: &[PathBuf]) {
+    let mut text = String::new();
+    for d in dirs {
+        text.push_str(&d.to_string_lossy());
+        text.push('\n');
+    }
+    if read_noticed(record) != dirs {
+        let _ = std::fs::write(noticed_file(record), text);
+    }
+}
+
+/// One directory of the operator's record, as `execguard exec-dirs list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedDir {
+    pub path: PathBuf,
+    pub state: RecordedState,
+}
+
+/// Whether a recorded directory counts in the sessions that start now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordedState {
+    /// The directory the record names, by its identity: an exec dir.
+    Current,
+    /// A line without an identity (added by hand): counts by its name.
+    ByName,
+    /// The name is another directory now (removed and made again): written, never run.
+    MadeAgain,
+    /// Nothing is there.
+    Missing,
+}
+
+impl RecordedState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Current => "exec dir",
+            Self::ByName => "exec dir (by name)",
+            Self::MadeAgain => "made again: written, never run (add it again to record it)",
+            Self::Missing => "missing",
+        }
+    }
+}
+
+/// The lines of the record: each path with its recorded identity, if any.
+fn record_lines(record: &Path) -> Result<Vec<(PathBuf, Option<String>)>> {
+    let text = match std::fs::read_to_string(record) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => bail!(
+            "exec_dir_record_unreadable: {}: {e}; fix or remove it",
+            record.display()
+        ),
+    };
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once('\t') {
+            Some((p, id)) => (PathBuf::from(p), Some(id.trim().to_string())),
+            None => (PathBuf::from(l), None),
+        })
+        .collect())
+}
+
+/// The operator's record as it stands (`execguard exec-dirs list`).
+pub fn recorded_dirs(home: &Path) -> Result<Vec<RecordedDir>> {
+    Ok(record_lines(&exec_dir_record(home))?
+        .into_iter()
+        .map(|(path, id)| {
+            let now = std::fs::metadata(&path).ok().map(|m| dir_identity(&m));
+            let state = match (id, now) {
+                (_, None) => RecordedState::Missing,
+                (None, Some(_)) => RecordedState::ByName,
+                (Some(id), Some(now)) if same_identity(&id, &now) => RecordedState::Current,
+                (Some(_), Some(_)) => RecordedState::MadeAgain,
+            };
+            RecordedDir { path, state }
+        })
+        .collect())
+}
+
+/// Directories of programs in `$HOME` (on `PATH`, and the toolchains of
+/// [`HOME_TOOLCHAINS`]) that the record does not name: what sessions write but never run.
+pub fn unrecorded_dirs(home: &Path) -> Result<Vec<PathBuf>> {
+    let recorded: Vec<PathBuf> = record_lines(&exec_dir_record(home))?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    let record_dir = exec_dir_record(home);
+    let mut out: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(HOME_TOOLCHAINS.iter().map(|t| home.join(t)))
+        .filter_map(|c| crate::paths::canonical(&c).ok())
+        .filter(|c| {
+            c.starts_with(home)
+                && c != home
+                && c.is_dir()
+                && !record_dir.parent().is_some_and(|r| c.starts_with(r))
+                && !recorded.iter().any(|r| c.starts_with(r))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `execguard exec-dirs add DIR`: records DIR (an existing directory inside `$HOME`, by its
+/// canonical name and identity) as an exec dir of later sessions; a name recorded already is
+/// recorded again with the identity it has now (a directory made again). Refused inside a
+/// session: the record is the operator's.
+pub fn add_recorded(home: &Path, dir: &Path) -> Result<PathBuf> {
+    refuse_in_session("add")?;
+    let record = exec_dir_record(home);
+    check_record_place(&record, None)?;
+    let c = crate::paths::canonical(dir)
+        .ok()
+        .filter(|c| c.is_dir())
+        .with_context(|| {
+            format!(
+                "exec_dir_invalid: {} is not an existing directory; name the directory of programs",
+                dir.display()
+            )
+        })?;
+    let record_dir = record.parent().map(Path::to_path_buf);
+    if !c.starts_with(home) || c == home || record_dir.as_ref().is_some_and(|r| c.starts_with(r)) {
+        bail!(
+            "exec_dir_outside_home: {} is not a directory inside {} (outside $HOME everything is executable and read-only to sessions already; $HOME itself and the record's directory cannot be exec dirs)",
+            c.display(),
+            home.display()
+        );
+    }
+    let mut dirs: Vec<PathBuf> = record_lines(&record)?
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p != &c)
+        .collect();
+    dirs.push(c.clone());
+    write_exec_dir_record(&record, &dirs)?;
+    Ok(c)
+}
+
+/// `execguard exec-dirs remove DIR`: the record no longer names DIR (by the name given or its
+/// canonical one). `Ok(false)`: it named neither.
+pub fn remove_recorded(home: &Path, dir: &Path) -> Result<bool> {
+    refuse_in_session("remove")?;
+    let record = exec_dir_record(home);
+    let canonical = crate::paths::canonical(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let lines = record_lines(&record)?;
+    let kept: Vec<PathBuf> = lines
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| p != dir && p != &canonical)
+        .collect();
+    if kept.len() == lines.len() {
+        return Ok(false);
+    }
+    write_exec_dir_record(&record, &kept)?;
+    Ok(true)
+}
+
+/// The record changes only outside sessions: inside one it is read-only, and a session that
+/// could name its own exec dirs would make what it writes run in the next.
+fn refuse_in_session(what: &str) -> Result<()> {
+    if std::env::var_os(execguard_load::POLICY_ENV).is_some()
+        || std::path::Path::new(execguard_load::SYSTEM_POLICY).exists()
+    {
+        bail!(
+            "exec_dirs_in_session: `execguard exec-dirs {what}` changes the operator's record, which sessions only read; run it in a shell outside execguard run"
+        );
+    }
+    Ok(())
 }
 
 fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {

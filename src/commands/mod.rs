@@ -1,6 +1,7 @@
 pub mod audit;
 pub mod check;
 pub mod doctor;
+pub mod exec_dirs;
 pub mod image;
 pub mod policy;
 pub mod run;
