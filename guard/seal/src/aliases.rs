@@ -256,13 +256,21 @@ mod tests {
     use std::os::unix::ffi::OsStrExt;
 
     /// A mount table of `(dev, root, point)` lines, mounted in that order: each mount's parent
-    /// is the mount its point reaches when it is made, as the kernel records it.
+    /// is the mount its point reaches when it is made, as the kernel records it. That parent
+    /// is found here without the lookup under test ([`mount_of`]): mounted in order (none
+    /// tucked beneath), the mount a point reaches is the newest one made on that point or on a
+    /// directory above it (a newer mount above covers every older one below; a newer one
+    /// below sits on top).
     fn table(lines: &[(&str, &str, &str)]) -> Vec<Mount> {
         let mut mounts: Vec<Mount> = Vec::new();
         for (i, (dev, root, point)) in lines.iter().enumerate() {
             // `"8:1 ro"`: a read-only mount.
             let (dev, opts) = dev.split_once(' ').unwrap_or((dev, "rw"));
-            let parent = mount_of(&mounts, Path::new(point)).map_or(1, |m| m.id);
+            let parent = mounts
+                .iter()
+                .rev()
+                .find(|m| Path::new(point).starts_with(&m.point))
+                .map_or(1, |m| m.id);
             let line = format!(
                 "{} {parent} {dev} {root} {point} {opts} shared:1 - ext4 /dev/x rw",
                 i + 20
