@@ -6,6 +6,7 @@
 
 mod support;
 
+use execguard_testkit::{identities, Identity};
 use std::ffi::OsString;
 use std::path::Path;
 use support::*;
@@ -161,7 +162,21 @@ fn matrix(
     only: &dyn Fn(&str) -> bool,
     make: impl Fn(&Fixture, &str) -> Case,
 ) {
-    let f = Fixture::new(name);
+    for who in identities() {
+        matrix_as(who, name, reason, &policy, only, &make);
+    }
+}
+
+/// [`matrix`] as `who`.
+fn matrix_as(
+    who: Identity,
+    name: &str,
+    reason: &str,
+    policy: &impl Fn(&Fixture) -> String,
+    only: &dyn Fn(&str) -> bool,
+    make: &impl Fn(&Fixture, &str) -> Case,
+) {
+    let f = Fixture::for_user(name, who);
     let policy = policy(&f);
     let mut failures = vec![];
     let mut tried = 0;
@@ -170,7 +185,7 @@ fn matrix(
             continue;
         }
         tried += 1;
-        let _ = std::fs::remove_file(&f.audit);
+        f.reset_audit();
         let c = make(&f, entry);
         let o = f.probe(&policy, c.argv(entry, kind));
         let bad = refused(&f, kind, audit_entry, reason, &o);
@@ -181,7 +196,8 @@ fn matrix(
     assert!(tried > 0);
     assert!(
         failures.is_empty(),
-        "{name}: {} of {tried} entry points did not refuse with {reason}:\n{}",
+        "{name} as {}: {} of {tried} entry points did not refuse with {reason}:\n{}",
+        who.label(),
         failures.len(),
         failures.join("\n\n")
     );
@@ -243,8 +259,14 @@ fn deleted_file() {
         Fixture::strict,
         &all,
         |f, entry| {
-            let p = f.sys.join(format!("deleted-{entry}"));
+            // The probe deletes the file: its directory is the scenario user's.
+            let dir = f.sys.join(format!("deleted-{entry}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let p = dir.join("program");
             copy(&tools().argv, &p);
+            if let Some(who) = &f.who {
+                who.own(&dir);
+            }
             case(p).opt("--unlink")
         },
     );
@@ -524,57 +546,61 @@ fn allow_list_refuses_other_commands() {
 /// The same entry points starting a program from a non-mutable place: it runs.
 #[test]
 fn non_mutable_program_runs_through_every_entry_point() {
-    let f = Fixture::new("allow-all");
-    let policy = f.strict();
-    let mut failures = vec![];
-    for (entry, kind, _) in ENTRIES {
-        let c = case(&f.sys_argv).arg("one").arg("two words");
-        let mut argv = c.argv(entry, kind);
-        if kind == Kind::Shell {
-            // One command string; quote the argument with a blank.
-            argv.pop();
-            argv.push(format!("{} one 'two words'", s(&f.sys_argv)).into());
-        }
-        let o = f.probe(&policy, argv);
-        let mut bad = vec![];
-        if !o.denials().is_empty() {
-            bad.push("unexpected denial".to_string());
-        }
-        match o.printed_argv() {
-            Some(v) if v[1..] == [b"one".to_vec(), b"two words".to_vec()] => {}
-            other => bad.push(format!("argv printer did not run as asked: {other:?}")),
-        }
-        if kind != Kind::Exec {
-            match o.report() {
-                Some(r) if r.ret == 0 && r.status == Some(0) => {}
-                other => bad.push(format!("expected ret=0 status=0, got {other:?}")),
+    for who in identities() {
+        let f = Fixture::for_user("allow-all", who);
+        let policy = f.strict();
+        let mut failures = vec![];
+        for (entry, kind, _) in ENTRIES {
+            let c = case(&f.sys_argv).arg("one").arg("two words");
+            let mut argv = c.argv(entry, kind);
+            if kind == Kind::Shell {
+                // One command string; quote the argument with a blank.
+                argv.pop();
+                argv.push(format!("{} one 'two words'", s(&f.sys_argv)).into());
+            }
+            let o = f.probe(&policy, argv);
+            let mut bad = vec![];
+            if !o.denials().is_empty() {
+                bad.push("unexpected denial".to_string());
+            }
+            match o.printed_argv() {
+                Some(v) if v[1..] == [b"one".to_vec(), b"two words".to_vec()] => {}
+                other => bad.push(format!("argv printer did not run as asked: {other:?}")),
+            }
+            if kind != Kind::Exec {
+                match o.report() {
+                    Some(r) if r.ret == 0 && r.status == Some(0) => {}
+                    other => bad.push(format!("expected ret=0 status=0, got {other:?}")),
+                }
+            }
+            if !bad.is_empty() {
+                failures.push(format!("[{entry}] {}\n{o}", bad.join("; ")));
             }
         }
-        if !bad.is_empty() {
-            failures.push(format!("[{entry}] {}\n{o}", bad.join("; ")));
-        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert!(
+            f.audit_records().is_empty(),
+            "allowed execs are not audited unless audit_allow is set"
+        );
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(
-        f.audit_records().is_empty(),
-        "allowed execs are not audited unless audit_allow is set"
-    );
 }
 
 /// A protected runtime started by its wrapper runs.
 #[test]
 fn protected_runtime_started_by_its_wrapper() {
-    let f = Fixture::new("rt-wrapper");
-    let policy = strict_with_runtime(&f);
-    let o = run(f
-        .guarded(&policy, f.sys.join("wrapper"))
-        .arg("execve")
-        .arg(f.sys.join("rt"))
-        .arg("hello"));
-    o.assert_ran();
-    assert_eq!(o.printed_argv().unwrap()[1], b"hello");
-    // ...and the same runtime started by anything else is refused.
-    let o = f.probe(&policy, [os("execve"), os(f.sys.join("rt"))]);
-    o.assert_denied("protected_runtime_direct");
-    o.assert_exec_failed(EACCES);
+    for who in identities() {
+        let f = Fixture::for_user("rt-wrapper", who);
+        let policy = strict_with_runtime(&f);
+        let o = run(f
+            .guarded(&policy, f.sys.join("wrapper"))
+            .arg("execve")
+            .arg(f.sys.join("rt"))
+            .arg("hello"));
+        o.assert_ran();
+        assert_eq!(o.printed_argv().unwrap()[1], b"hello");
+        // ...and the same runtime started by anything else is refused.
+        let o = f.probe(&policy, [os("execve"), os(f.sys.join("rt"))]);
+        o.assert_denied("protected_runtime_direct");
+        o.assert_exec_failed(EACCES);
+    }
 }

@@ -175,6 +175,8 @@ pub struct Fixture {
     pub evil: PathBuf,
     /// `sys/argv`: the argv printer in a non-mutable place.
     pub sys_argv: PathBuf,
+    /// Who runs this fixture's commands ([`Fixture::for_user`]); the tests' user when `None`.
+    pub who: Option<execguard_testkit::Identity>,
 }
 
 impl Fixture {
@@ -201,6 +203,7 @@ impl Fixture {
             ws,
             sys,
             tmp,
+            who: None,
         };
         copy(&t.argv, &f.payload);
         copy(&t.evil, &f.evil);
@@ -259,6 +262,45 @@ impl Fixture {
             .env("LANG", "C")
             .current_dir(&self.ws)
             .stdin(Stdio::null());
+        self.as_user(&mut c);
+        c
+    }
+
+    /// A fixture whose commands ([`Fixture::guarded`], [`Fixture::plain`], [`Fixture::probe`])
+    /// run as `who`, with a home and an `XDG_RUNTIME_DIR` of their own (`base/home`,
+    /// `base/runtime`, `who`'s), and the audit log and `tmp` given to `who`. A failing test says whom it
+    /// ran as.
+    pub fn for_user(name: &str, who: execguard_testkit::Identity) -> Fixture {
+        let mut f = Fixture::new(&format!("{name}-{}", who.uid()));
+        f.for_identity(&who);
+        for d in ["home", "runtime"] {
+            let d = f.base.join(d);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+            who.own(&d);
+        }
+        // The fixture's own directory under /tmp is the user's, as theirs would be.
+        who.own(&f.tmp);
+        f.who = Some(who);
+        f
+    }
+
+    /// Empties the audit log, keeping its owner.
+    pub fn reset_audit(&self) {
+        std::fs::write(&self.audit, b"").unwrap();
+        if let Some(who) = &self.who {
+            who.own(&self.audit);
+        }
+    }
+
+    /// `who`'s identity, home and runtime dir on `c`, for a fixture made by
+    /// [`Fixture::for_user`].
+    fn as_user<'c>(&self, c: &'c mut Command) -> &'c mut Command {
+        if let Some(who) = &self.who {
+            who.apply(c)
+                .env("HOME", self.base.join("home"))
+                .env("XDG_RUNTIME_DIR", self.base.join("runtime"));
+        }
         c
     }
 
@@ -295,6 +337,9 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        if let (Some(who), true) = (&self.who, std::thread::panicking()) {
+            eprintln!("(the failing scenario ran as {})", who.label());
+        }
         // Keep the evidence when the test failed.
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.base);
