@@ -1865,7 +1865,7 @@ fn the_quarantine_keeps_to_the_sessions_repositories_as_git_names_them() {
             who.label()
         );
         assert!(
-            err.contains("outside it: not quarantined"),
+            err.contains("leading out of the workspace"),
             "{}: {err}",
             who.label()
         );

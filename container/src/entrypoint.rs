@@ -163,8 +163,8 @@ fn generate(root: &std::path::Path, files: &[PathBuf]) -> i32 {
 struct Prepared {
     cmd: Command,
     _link: Option<chain::ChainLink>,
-    /// A strict session's repositories, recorded before it starts: what it plants in their
-    /// control files is quarantined when it ends (wrappers/README.md, rule 3).
+    /// The session's repositories, recorded before it starts (every profile): what it plants
+    /// in their control files is quarantined when it ends (docs/handback.md).
     handback: Option<Handback>,
 }
 
@@ -494,7 +494,7 @@ fn prepare(
         }
     }
     // Recorded last, right before the session starts.
-    let handback = (session.profile == execguard_policy::Profile::Strict).then(|| {
+    let handback = Some({
         let log = crate::audit::policy_log(paths).map(|(log, _)| log);
         handback::record(
             "entrypoint",

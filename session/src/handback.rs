@@ -1,15 +1,15 @@
-//! The hand-back of the workspace's repositories (rule 3 of `wrappers/README.md`): their
-//! control files recorded before the session starts, and what the session planted in them
-//! quarantined once it has ended (`execguard_wrappers::takeover`). The host's supervisor and
-//! the container's PID 1 both hand back through here.
+//! The hand-back of the workspace's repositories (docs/handback.md), every profile: their
+//! control files recorded (and each repository locked) before the session starts, and what
+//! the session planted in them quarantined once it has ended (`execguard_wrappers::takeover`).
+//! The host's supervisor and the container's PID 1 both hand back through here.
 
-use execguard_wrappers::takeover::Snapshot;
+use execguard_wrappers::takeover::{Handback as Record, Snapshot};
 use std::path::{Path, PathBuf};
 
 /// What the hand-back needs at the session's end, recorded at its start.
 #[derive(Debug)]
 pub struct Handback {
-    snapshots: Vec<Snapshot>,
+    snapshots: Record,
     workspace: PathBuf,
     home: Option<PathBuf>,
     audit_log: Option<PathBuf>,
@@ -39,7 +39,7 @@ pub fn record(
     profile: execguard_policy::Profile,
 ) -> Result<Handback, RecordError> {
     let mut handback = Handback {
-        snapshots: Vec::new(),
+        snapshots: Record::default(),
         workspace: workspace.to_path_buf(),
         home: home.map(Path::to_path_buf),
         // By its canonical name as checked before the session: the end writes it by that name

@@ -218,14 +218,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }));
         }
     }
-    // Rule 3 (wrappers/README.md): a strict host session's repository control files are
-    // recorded now and what the session plants is quarantined when it ends.
+    // The repository hand-back (docs/handback.md), every profile: the workspace's
+    // repositories are recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
     execguard_seal::test_hooks_at("partition");
     let partition = execguard_session::seal::partition(&policy);
     let mut carry = None;
     // The one line that says which sessions are supervised (the others need no duty).
-    let supervised = host && policy.profile() == Profile::Strict;
+    let supervised = host;
     if supervised {
         let workspace = std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace()));
         let log = policy

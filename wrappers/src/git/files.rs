@@ -22,9 +22,6 @@ const MAX_CONFIG_FILE: u64 = 16 << 20;
 /// git's `MAX_INCLUDE_DEPTH`.
 const MAX_INCLUDE_DEPTH: usize = 10;
 
-// takeover.rs still reads by this name.
-pub(crate) use crate::bounded::read_regular;
-
 /// Reads git's config files for a repository selection.
 #[derive(Debug, Clone, Default)]
 pub struct FileConfig {
