@@ -756,6 +756,23 @@ fn corpus() -> Vec<Case> {
         case_env(&["-p", "log", "-1"], &[("PAGER", "touch pwned")], Allowed),
         case_env(&["status"], &[("GIT_SEQUENCE_EDITOR", ":")], Allowed),
         case_env(&["status"], &[("GIT_SEQUENCE_EDITOR", "true")], Allowed),
+        // The go command's own value (go build stamps the VCS status through git).
+        case_env(
+            &["status"],
+            &[(
+                "GIT_SSH_COMMAND",
+                "ssh -o ControlMaster=no -o BatchMode=yes",
+            )],
+            Allowed,
+        ),
+        case_env(
+            &["status"],
+            &[(
+                "GIT_SSH_COMMAND",
+                "ssh -o ProxyCommand=touch-x -o BatchMode=yes",
+            )],
+            Refused("env_override"),
+        ),
         case_env(
             &["status"],
             &[("GIT_SEQUENCE_EDITOR", "/usr/bin/true")],

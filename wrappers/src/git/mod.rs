@@ -72,6 +72,12 @@ pub struct GitPlan {
     pub config_env_vars: Vec<String>,
 }
 
+/// What the go command sets `GIT_SSH_COMMAND` to when neither it nor `GIT_SSH` is set (its
+/// VCS stamping and module fetches run git with it): git's own `ssh`, with options that make
+/// it never share a connection or ask. Accepted as it is, and not passed on (git then runs
+/// that same `ssh`): `go build` in a repository asks `git status` through the wrapper.
+const GO_SSH_COMMAND: &str = "ssh -o ControlMaster=no -o BatchMode=yes";
+
 /// Variables that make git run a program of the caller's choosing (rule 1), each with how to
 /// do without it. Pager, editor and askpass variables are neutralised instead (`env.rs`).
 const BLOCKED_ENV: &[(&str, &str)] = &[
@@ -507,12 +513,11 @@ impl Ctx<'_, '_> {
         for (name, value) in self.env.iter() {
             let name = lossy(name);
             let v = lossy(value);
-            // An empty GIT_TEMPLATE_DIR copies no templates.
-            let empty_template = name == "GIT_TEMPLATE_DIR" && v.is_empty();
-            if let Some((_, hint)) = BLOCKED_ENV
-                .iter()
-                .find(|(n, _)| *n == name && !empty_template)
-            {
+            // An empty GIT_TEMPLATE_DIR copies no templates; the go command's own
+            // GIT_SSH_COMMAND runs the ssh git would run anyway.
+            let harmless = (name == "GIT_TEMPLATE_DIR" && v.is_empty())
+                || (name == "GIT_SSH_COMMAND" && v == GO_SSH_COMMAND);
+            if let Some((_, hint)) = BLOCKED_ENV.iter().find(|(n, _)| *n == name && !harmless) {
                 return Err(Refusal::new(
                     Reason::EnvOverride,
                     format!("{name} is set (git would run it)"),

@@ -1,0 +1,265 @@
+//! The everyday stacks of issue 30, each a small project this test makes offline, in one
+//! `execguard run` session per stack and profile, as root and as the non-root user:
+//! under `development` each works; under `strict` each works or is refused with a line the
+//! person sees that says the way forward (the guard's line, or the end-of-session summary
+//! when a build tool swallowed its child's stderr). Go's own test and run binaries are the
+//! exception the start line names: static programs get the kernel's bare "permission denied".
+
+mod support;
+
+use execguard_testkit::{identities, in_ci, skip, Identity};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const EXECGUARD: &str = env!("CARGO_BIN_EXE_execguard");
+
+/// One stack: the files of its project, the command that builds and runs it, and what the
+/// command prints when it worked.
+struct Stack {
+    name: &'static str,
+    /// A program the stack needs (skipped loudly without it, never under CI).
+    needs: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    script: &'static str,
+    works: &'static str,
+}
+
+const C_EXTENSION: &str = r#"#include <Python.h>
+static PyObject *hi(PyObject *self, PyObject *args) { return PyUnicode_FromString("hi from C"); }
+static PyMethodDef methods[] = {{"hi", hi, METH_NOARGS, ""}, {0}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hello", 0, -1, methods};
+PyMODINIT_FUNC PyInit_hello(void) { return PyModule_Create(&module); }
+"#;
+
+const CONFIGURE: &str = r#"#!/bin/sh
+# What autoconf's configure does: compile a test program and run it.
+echo "checking whether the C compiler works..."
+cat > conftest.c <<'EOF'
+int main(void) { return 0; }
+EOF
+cc -o conftest conftest.c || { echo "configure: error: C compiler cannot create executables" >&2; exit 77; }
+echo "checking whether we are cross compiling..."
+if ./conftest 2>>config.log; then echo "no"; else echo "configure: error: cannot run C compiled programs" >&2; exit 1; fi
+printf 'all:\n\t@echo configured\n' > Makefile
+echo "configure: creating Makefile"
+"#;
+
+fn stacks() -> Vec<Stack> {
+    vec![
+        Stack {
+            name: "c-extension",
+            needs: "/usr/bin/python3-config",
+            files: &[("hello.c", C_EXTENSION)],
+            script: "cc -shared -fPIC $(/usr/bin/python3-config --includes) hello.c -o hello$(/usr/bin/python3-config --extension-suffix) && /usr/bin/python3 -c 'import hello; print(hello.hi())'",
+            works: "hi from C",
+        },
+        Stack {
+            name: "cargo-build-rs",
+            needs: "/usr/bin/cargo",
+            files: &[
+                (
+                    "Cargo.toml",
+                    // Its own workspace (the test's directory lies inside execguard's).
+                    "[package]\nname = \"bs\"\nversion = \"0.1.0\"\nedition = \"2018\"\n\n[workspace]\n",
+                ),
+                (
+                    "build.rs",
+                    "fn main() { println!(\"cargo:rustc-env=BUILT_BY=build.rs\"); }\n",
+                ),
+                (
+                    "src/main.rs",
+                    "fn main() { println!(\"built by {}\", env!(\"BUILT_BY\")); }\n",
+                ),
+            ],
+            // Captured: cargo keeps the build script's and rustc's stderr to itself.
+            script: "/usr/bin/cargo run --offline -q 2>cargo.err || { cat cargo.err | sed s/^/cargo.err:/ >&2; exit 1; }",
+            works: "built by build.rs",
+        },
+        Stack {
+            name: "go-build",
+            needs: "/usr/bin/go",
+            files: &[
+                ("go.mod", "module example.com/hello\n\ngo 1.19\n"),
+                (
+                    "main.go",
+                    "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from go\") }\n",
+                ),
+            ],
+            // A project of its own repository: go build stamps its VCS status through git.
+            script: "git init -q . && go build -o hello . && ./hello",
+            works: "hello from go",
+        },
+        Stack {
+            name: "make-test",
+            needs: "/usr/bin/make",
+            files: &[
+                (
+                    "Makefile",
+                    "test: prog\n\t./prog\nprog: prog.c\n\tcc -o prog prog.c\n",
+                ),
+                (
+                    "prog.c",
+                    "#include <stdio.h>\nint main(void) { puts(\"tests passed\"); return 0; }\n",
+                ),
+            ],
+            script: "make -s test",
+            works: "tests passed",
+        },
+        Stack {
+            name: "configure",
+            needs: "/usr/bin/cc",
+            files: &[("configure", CONFIGURE)],
+            script: "sh ./configure >configure.out && make -s",
+            works: "configured",
+        },
+    ]
+}
+
+struct Scene {
+    who: Identity,
+    base: PathBuf,
+    ws: PathBuf,
+    home: PathBuf,
+    audit: PathBuf,
+}
+
+impl Scene {
+    fn new(who: Identity, name: &str) -> Scene {
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "stacks-{name}-{}-{}",
+            who.uid(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        let (ws, home) = (base.join("ws"), base.join("home"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let audit = base.join("audit.jsonl");
+        std::fs::write(&audit, b"").unwrap();
+        Scene {
+            who,
+            base,
+            ws,
+            home,
+            audit,
+        }
+    }
+
+    fn make(&self, stack: &Stack) {
+        for (rel, text) in stack.files {
+            let p = self.ws.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+        }
+        self.who.own(&self.base);
+    }
+
+    fn run(&self, profile: &str, script: &str) -> Output {
+        let mut c = Command::new(EXECGUARD);
+        c.args(["run", "--profile", profile, "--workspace"])
+            .arg(&self.ws)
+            .arg("--audit")
+            .arg(&self.audit)
+            .args(["--", "/bin/sh", "-c", script])
+            .current_dir(&self.ws)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("EXECGUARD_LIB", &support::tools().lib)
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD")
+            .env_remove("CARGO_HOME")
+            .env_remove("RUSTUP_HOME")
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("GOPATH")
+            .env_remove("GOCACHE");
+        self.who.apply(&mut c);
+        c.env("HOME", &self.home);
+        c.output().unwrap()
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.base);
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Did the person see a refusal with its way forward: a refusal line ending in one, or the
+/// session summary's row (` -- ` then the way forward)?
+fn refused_with_a_way_forward(stderr: &str) -> bool {
+    stderr.lines().any(|l| {
+        (l.starts_with("execguard: denied ") || l.starts_with("execguard:   "))
+            && l.rsplit_once(" -- ")
+                .is_some_and(|(_, way)| !way.is_empty())
+    })
+}
+
+fn available(stack: &Stack) -> bool {
+    if Path::new(stack.needs).exists() {
+        return true;
+    }
+    assert!(
+        !in_ci(),
+        "{} is needed by the {} stack",
+        stack.needs,
+        stack.name
+    );
+    skip(&format!(
+        "the {} stack ({} is missing)",
+        stack.name, stack.needs
+    ));
+    false
+}
+
+#[test]
+fn development_runs_every_stack() {
+    for who in identities() {
+        for stack in stacks().iter().filter(|s| available(s)) {
+            let sc = Scene::new(who, &format!("dev-{}", stack.name));
+            sc.make(stack);
+            let out = sc.run("development", stack.script);
+            assert!(
+                out.status.success() && text(&out.stdout).contains(stack.works),
+                "{} under development as {}: status {:?}\nstdout: {}\nstderr: {}",
+                stack.name,
+                who.label(),
+                out.status.code(),
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn strict_runs_each_stack_or_says_the_way_forward() {
+    for who in identities() {
+        for stack in stacks().iter().filter(|s| available(s)) {
+            let sc = Scene::new(who, &format!("strict-{}", stack.name));
+            sc.make(stack);
+            let out = sc.run("strict", stack.script);
+            let worked = out.status.success() && text(&out.stdout).contains(stack.works);
+            let err = text(&out.stderr);
+            assert!(
+                worked || refused_with_a_way_forward(&err),
+                "{} under strict as {}: neither worked nor said the way forward\nstdout: {}\nstderr: {err}",
+                stack.name,
+                who.label(),
+                text(&out.stdout)
+            );
+            if !worked {
+                assert!(
+                    err.contains("--profile development"),
+                    "{} as {}: {err}",
+                    stack.name,
+                    who.label()
+                );
+            }
+        }
+    }
+}
