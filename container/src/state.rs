@@ -87,14 +87,7 @@ impl fmt::Display for Assurance {
         if self.reductions.is_empty() {
             return f.write_str("managed");
         }
-        f.write_str("reduced:")?;
-        for (i, r) in self.reductions.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            f.write_str(r.as_str())?;
-        }
-        Ok(())
+        execguard_policy::reduction::write_reduced(f, &self.reductions)
     }
 }
 

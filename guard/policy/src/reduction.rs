@@ -84,6 +84,21 @@ impl Reduction {
     }
 }
 
+/// `reduced:<name>[,<name>...]`, the form every layer's assurance prints a non-empty list in.
+pub fn write_reduced(
+    f: &mut core::fmt::Formatter<'_>,
+    reductions: &[Reduction],
+) -> core::fmt::Result {
+    f.write_str("reduced:")?;
+    for (i, r) in reductions.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        f.write_str(r.as_str())?;
+    }
+    Ok(())
+}
+
 impl core::fmt::Display for Reduction {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.as_str())

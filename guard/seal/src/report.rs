@@ -84,14 +84,7 @@ impl std::fmt::Display for Assurance {
         if self.reductions.is_empty() {
             f.write_str("strict")
         } else {
-            f.write_str("reduced:")?;
-            for (i, r) in self.reductions.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(",")?;
-                }
-                f.write_str(r.as_str())?;
-            }
-            Ok(())
+            execguard_policy::reduction::write_reduced(f, &self.reductions)
         }
     }
 }
