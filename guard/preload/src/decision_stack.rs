@@ -23,7 +23,7 @@ const SIZE: usize = 256 * 1024;
 const GUARD: usize = 64 * 1024;
 /// Stacks kept per process: threads that decide at once each get one; more than this decide
 /// on fresh mappings.
-pub const SLOTS: usize = 4;
+const SLOTS: usize = 4;
 /// The top of each kept stack holds its "held" flag, and the memo's record of the last path
 /// decided on it (`execguard_policy::memo`), rather than `.data`: every decision writes that
 /// page anyway, so they cost a `fork` child no page fault of their own. 64 bytes keep the
@@ -36,12 +36,11 @@ const LAST_SEEN_AT: usize = 8;
 const UNMAPPED: usize = 0;
 const MAPPING: usize = 1;
 
-/// The slots as a process starts. They live in the process's first page of guard state
-/// (`state::FirstPage`), which a fresh process's first exec writes anyway.
-pub const fn unmapped_slots() -> [AtomicUsize; SLOTS] {
-    [const { AtomicUsize::new(UNMAPPED) }; SLOTS]
-}
-use crate::state::FIRST;
+/// The slots. They lie first in the guard's first page of writable data (layout.ld places
+/// this section before state.rs's `FirstPage`), which a fresh process's first exec writes
+/// anyway, so they cost it no page fault of their own.
+#[link_section = ".data.first.stacks"]
+static STACKS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(UNMAPPED) }; SLOTS];
 
 /// The held flag of the kept stack at `base`.
 fn held(base: usize) -> &'static AtomicBool {
@@ -54,7 +53,7 @@ fn held(base: usize) -> &'static AtomicBool {
 /// off the kept stacks (a fresh mapping, or the caller's own stack).
 pub fn last_seen() -> Option<&'static AtomicU64> {
     let sp = psm::stack_pointer() as usize;
-    FIRST.stacks.iter().find_map(|slot| {
+    STACKS.iter().find_map(|slot| {
         let base = slot.load(Ordering::Relaxed);
         (base > MAPPING && sp >= base && sp < base + SIZE).then(|| {
             // SAFETY: as `held`: the record's 8 bytes lie in the kept stack's read-write top,
@@ -81,7 +80,7 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
 /// than is left, `fork` there, or `siglongjmp` out and leave the stack held) and no
 /// asynchronous cancellation stops a decision half-way.
 fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
-    for slot in &FIRST.stacks {
+    for slot in &STACKS {
         let base = match slot.load(Ordering::Acquire) {
             MAPPING => continue,
             UNMAPPED => {
@@ -135,7 +134,7 @@ fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
 /// signals and never fork). Writes only what changes: a write to a page shared with the
 /// parent costs a copy.
 pub fn after_fork_in_child() {
-    for slot in &FIRST.stacks {
+    for slot in &STACKS {
         match slot.load(Ordering::Acquire) {
             UNMAPPED => {}
             // The thread that was mapping it does not exist here (its mapping stays unused).
@@ -149,7 +148,7 @@ pub fn after_fork_in_child() {
 /// Is this thread running on one of the kept stacks (a decision inside a decision)?
 fn on_kept_stack() -> bool {
     let sp = psm::stack_pointer() as usize;
-    FIRST.stacks.iter().any(|slot| {
+    STACKS.iter().any(|slot| {
         let base = slot.load(Ordering::Relaxed);
         base > MAPPING && sp >= base && sp < base + SIZE
     })

@@ -8,7 +8,7 @@
 //! and `vfork` children and post-`fork` children of threaded programs are safe.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use execguard_os::{raw, CList, Distrust, LibcSys};
 use execguard_policy::path::{basename, PATH_MAX};
 use execguard_policy::policy::{Index, MAX_POLICY_BYTES};
@@ -211,7 +211,8 @@ struct InitialCell(UnsafeCell<Initial>);
 unsafe impl Sync for InitialCell {}
 
 /// What the first exec of a process writes, in the page where host mode's initialiser has
-/// written the captured policy already: the cache's state and the decision stacks' slots. In
+/// written the captured policy already: the cache's state (the decision stacks' slots lie just
+/// before it, in `decision_stack`). In
 /// pages of their own, each cost a fresh process a read fault, then a copy-on-write fault
 /// (the exec chain: 69.9 -> 67.7 page faults per hop). Small fields first, so that a policy
 /// of up to about 1.5 KiB (a session's is about 1 KiB) is captured in this one page too: with
@@ -220,8 +221,6 @@ unsafe impl Sync for InitialCell {}
 /// in a `fork` child that only decides.
 #[repr(C, align(64))]
 pub struct FirstPage {
-    /// The kept decision stacks (see `decision_stack`).
-    pub stacks: [AtomicUsize; crate::decision_stack::SLOTS],
     /// [`Cache`]'s state: EMPTY, LOADING or READY.
     cache_state: AtomicU8,
     initial: InitialCell,
@@ -230,7 +229,6 @@ pub struct FirstPage {
 // Named for layout.ld.
 #[link_section = ".data.first"]
 pub static FIRST: FirstPage = FirstPage {
-    stacks: crate::decision_stack::unmapped_slots(),
     cache_state: AtomicU8::new(EMPTY),
     initial: InitialCell(UnsafeCell::new(Initial {
         policy_len: NOT_FOUND,
