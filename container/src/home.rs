@@ -27,7 +27,7 @@ use crate::session::Agent;
 use crate::sys;
 
 const MAX_DEPTH: usize = 8;
-const MAX_FILE: u64 = 1 << 20;
+const MAX_FILE: usize = 1 << 20;
 
 /// Failure to build the home.
 #[derive(Debug, thiserror::Error)]

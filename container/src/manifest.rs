@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::paths::Paths;
 use crate::sys;
 
-const MANIFEST_LIMIT: u64 = 1 << 20;
+const MANIFEST_LIMIT: usize = 1 << 20;
 
 /// Lower-case hex encoding.
 pub fn hex(bytes: &[u8]) -> String {

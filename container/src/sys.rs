@@ -5,7 +5,7 @@
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -250,13 +250,8 @@ pub fn write_atomic_at(
 }
 
 /// Reads a whole file from an fd, refusing anything larger than `limit` bytes.
-pub fn read_limited(fd: OwnedFd, limit: u64) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    File::from(fd).take(limit + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > limit {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "file too large"));
-    }
-    Ok(buf)
+pub fn read_limited(fd: OwnedFd, limit: usize) -> io::Result<Vec<u8>> {
+    execguard_load::read::read_capped(File::from(fd), limit)
 }
 
 /// Effective uid of this process.

@@ -3,7 +3,6 @@
 //! must not exhaust memory).
 
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -86,14 +85,10 @@ pub fn read_record(path: &Path, cap: usize) -> Result<Vec<u8>, InputError> {
 }
 
 fn read_file_capped(file: File, path: &Path, cap: usize) -> Result<Vec<u8>, InputError> {
-    let mut text = Vec::new();
-    file.take(cap as u64 + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| InputError::Unreadable(path.display().to_string(), e))?;
-    if text.len() > cap {
-        return Err(InputError::TooLarge(path.display().to_string(), cap));
-    }
-    Ok(text)
+    execguard_load::read::read_capped(file, cap).map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => InputError::TooLarge(path.display().to_string(), cap),
+        _ => InputError::Unreadable(path.display().to_string(), e),
+    })
 }
 
 /// A policy file the user names (`policy validate`, `run --policy`, `check --policy`), capped

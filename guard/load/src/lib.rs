@@ -10,6 +10,8 @@
 //! When the policy names `runtime_profile`, a root-owned file there (written by the container
 //! entrypoint) may replace the profile; a file that exists but is not trustworthy is an error.
 
+pub mod read;
+
 use execguard_os::Distrust;
 use execguard_policy::{Policy, PolicyError, Profile, Reason};
 use std::path::Path;
@@ -82,7 +84,6 @@ impl std::error::Error for LoadError {}
 
 /// Reads a file that must be trusted ([`execguard_os::trusted_file`]: the one trust rule).
 fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
-    use std::io::Read;
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
     let shown = || path.display().to_string();
@@ -98,9 +99,7 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
         }
         Err(_) => return Err(LoadError::Untrusted(shown())),
     };
-    let mut text = Vec::new();
-    file.take(execguard_policy::policy::MAX_POLICY_BYTES as u64 + 1)
-        .read_to_end(&mut text)
+    let text = read::read_up_to(file, execguard_policy::policy::MAX_POLICY_BYTES)
         .map_err(|e| LoadError::Unreadable(shown(), e))?;
     Ok(Some(text))
 }

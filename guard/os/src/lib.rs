@@ -340,8 +340,9 @@ impl Sys for LibcSys {
 }
 
 /// `path` opened with `flags` (and `mode`, for `O_CREAT`) only if none of its components is a
-/// link (`openat2`, `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`).
-pub(crate) fn open_no_links(path: &[u8], flags: c_int, mode: u64) -> Result<c_int, Errno> {
+/// link (`openat2`, `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`): the one `openat2` call of
+/// the guard and the seal.
+pub fn open_no_links(path: &[u8], flags: c_int, mode: u64) -> Result<c_int, Errno> {
     const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     // struct open_how { flags, mode, resolve }

@@ -8,33 +8,25 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// `path` opened `O_PATH`: through symlinks when `follow`, else only when none of its
-/// components is one (`openat2` with `RESOLVE_NO_SYMLINKS`).
+/// components is one (`execguard_os::open_no_links`).
 pub(crate) fn open_path(path: &Path, follow: bool) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    // struct open_how { flags, mode, resolve }
-    let how: [u64; 3] = [
-        (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        0,
-        if follow { 0 } else { RESOLVE_NO_SYMLINKS },
-    ];
-    // SAFETY: `c` is NUL-terminated and `how` is a readable open_how of the size passed; both
-    // outlive the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            how.as_ptr(),
-            std::mem::size_of_val(&how),
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+    use std::os::unix::fs::OpenOptionsExt;
+    if follow {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(path)?;
+        return Ok(file.into());
     }
+    let fd = execguard_os::open_no_links(
+        path.as_os_str().as_bytes(),
+        libc::O_PATH | libc::O_CLOEXEC,
+        0,
+    )
+    .map_err(std::io::Error::from_raw_os_error)?;
     // SAFETY: the descriptor was just opened here and nothing else owns it.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 fn cstr(p: &Path) -> Result<CString, SealError> {
