@@ -38,6 +38,9 @@ enum Command {
     /// The hardened image: build it, run sessions in it, render its run profile
     #[command(subcommand)]
     Image(commands::image::Command),
+    /// A workspace's home layer: what its sessions changed in $HOME, handed back on request
+    #[command(subcommand)]
+    Home(commands::home::Command),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => commands::audit::run(args),
         Command::ExecDirs(cmd) => commands::exec_dirs::run(cmd),
         Command::Image(cmd) => commands::image::run(cmd),
+        Command::Home(cmd) => commands::home::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const EXECGUARD: &str = env!("CARGO_BIN_EXE_execguard");
 const DEBIAN_GIT: &str = "/usr/bin/git";
+/// These scenarios keep their repositories, remotes and markers in `/tmp` beside the
+/// workspace, and check from outside what a session did there: they share the operator's
+/// temp dirs (the session's own world is tests/world.rs's).
+const SHARED_TEMP: &str = "--allow-shared-temp";
 const REAL_NODE: &str = "/usr/bin/node";
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -105,6 +109,7 @@ impl Repo {
     fn run(&self, args: &[&str]) -> Output {
         Command::new(EXECGUARD)
             .arg("run")
+            .arg(SHARED_TEMP)
             .arg("--")
             .args(args)
             .current_dir(&self.repo)
@@ -211,6 +216,7 @@ fn git_starting_git_works_clone_pull_push_submodule() {
     let in_clone = |args: &[&str]| {
         Command::new(EXECGUARD)
             .arg("run")
+            .arg(SHARED_TEMP)
             .arg("--")
             .args(args)
             .current_dir(&clone)
@@ -589,7 +595,11 @@ impl Session {
     /// `execguard run -- ARGS` in `dir`, as the scenario's user, with `$HOME` = `home/`.
     fn run_in(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut c = Command::new(EXECGUARD);
-        c.arg("run").arg("--").args(args).current_dir(dir);
+        c.arg("run")
+            .arg(SHARED_TEMP)
+            .arg("--")
+            .args(args)
+            .current_dir(dir);
         self.who.apply(&mut c);
         c.env("HOME", &self.home)
             .env("XDG_RUNTIME_DIR", self.runtime())
@@ -961,6 +971,23 @@ fn the_users_gitconfig_is_honoured_and_checked() {
             &["git", "config", "--global", "user.name", "Renamed"],
             &[],
         );
+        // It lands in the workspace's home layer (docs/session.md): the next session has it,
+        // the operator's file gets it when handed back.
+        let out = s.ok(&fresh, &["git", "config", "--global", "user.name"], &[]);
+        assert_eq!(text(&out.stdout).trim(), "Renamed", "{}", who.label());
+        assert!(!fs::read_to_string(s.home.join(".gitconfig"))
+            .unwrap()
+            .contains("Renamed"));
+        let mut accept = Command::new(EXECGUARD);
+        s.who.apply(&mut accept);
+        let out = accept
+            .args(["home", "accept", "--workspace"])
+            .arg(&fresh)
+            .arg(".gitconfig")
+            .env("HOME", &s.home)
+            .output()
+            .unwrap();
+        assert_status(&out, 0);
         assert!(fs::read_to_string(s.home.join(".gitconfig"))
             .unwrap()
             .contains("Renamed"));
@@ -1410,6 +1437,7 @@ fn run_script_audited(s: &Session, script: &str) -> Output {
     }
     let mut c = Command::new(EXECGUARD);
     c.arg("run")
+        .arg(SHARED_TEMP)
         .arg("--audit")
         .arg(&audit)
         .args(["--", "sh", "-c", script])
@@ -1518,6 +1546,7 @@ fn a_session_ended_by_sigterm_is_quarantined_too() {
         s.write(&audit, "");
         let mut c = Command::new(EXECGUARD);
         c.arg("run")
+            .arg(SHARED_TEMP)
             .arg("--audit")
             .arg(&audit)
             .args(["--", "sh", "-c", &script])
@@ -1631,7 +1660,7 @@ fn records_a_session_replaced_in_the_shim_base_neither_hang_nor_write_elsewhere(
             let script = format!("cd '{}' && rm -f same-bytes && {plant}", base.display());
             s.ok(&s.repo, &["sh", "-c", &script], &xdg);
             let mut c = Command::new(EXECGUARD);
-            c.args(["run", "--", "git", "--version"])
+            c.args(["run", SHARED_TEMP, "--", "git", "--version"])
                 .current_dir(&s.repo)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped());

@@ -60,10 +60,14 @@ fn a_static_program_cannot_exec_workspace_code_under_the_seal() {
             "[{mode} sealed] {}",
             text(&out.stderr)
         );
-        // Also from a built-in mutable root.
-        let tmp_payload = f.tmp.join("payload");
-        copy(&f.payload, &tmp_payload);
-        let out = session(&f, true, &[s(&prog), mode, s(&tmp_payload)]);
+        // Also from a built-in mutable root, written there by the session (its /tmp is its
+        // own: docs/session.md).
+        let script = format!(
+            "cp {} /tmp/payload && exec {} {mode} /tmp/payload",
+            s(&f.payload),
+            s(&prog)
+        );
+        let out = session(&f, true, &["sh", "-c", &script]);
         assert_eq!(
             text(&out.stdout),
             format!("EXEC {EACCES}\n"),

@@ -457,6 +457,7 @@ fn prepare(
                 memfd_noexec: true,
                 mounts: execguard_seal::MountsMode::Off,
                 reduced: None,
+                world: None,
             },
         )
         .map_err(|e| Refusal::new(e.code(), e.to_string()))?;

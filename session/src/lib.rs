@@ -17,6 +17,7 @@
 //! | [`assurance`] | the start record of what the session is held to |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
 //! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
+//! | [`world`] | the session's own world: its home layer, temp and runtime dirs, the outside's sockets hidden; `execguard home` |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
 //!
 //! Support for every step: [`paths`] (canonical names, resolved once per process) and
@@ -39,6 +40,7 @@ pub mod seal;
 pub mod shims;
 pub mod summary;
 pub mod supervisor;
+pub mod world;
 
 /// A fresh directory for one unit test, under this process's id.
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub fn seal(
     partition: &execguard_seal::Partition,
     allow_exec_mappings: bool,
     carry: Option<&std::os::fd::OwnedFd>,
+    world: Option<&execguard_seal::world::World>,
 ) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
     // A path that does not exist gets no rule: make the audit log now, so it can be written.
     if let Some(log) = policy.audit_log() {
@@ -66,6 +67,7 @@ pub fn seal(
                 Profile::Strict => None,
                 p => Some(execguard_policy::Reduction::Profile(p)),
             },
+            world,
         },
     )?;
     crate::inherited::reopen_inherited(carry)?;

@@ -11,6 +11,7 @@ use execguard_session::launch::{decide_command, lossy};
 use execguard_session::reaper::Stand;
 use execguard_session::runtimes::guard_library;
 use execguard_session::supervisor::{Duties, Supervisor};
+use execguard_session::world;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -50,6 +51,22 @@ pub struct Args {
     /// Do not keep DIR (a discovered exec dir) executable: it is written, never run (repeatable)
     #[arg(long = "no-exec-dir", value_name = "DIR", conflicts_with = "policy")]
     no_exec_dir: Vec<PathBuf>,
+    /// Share this path of $HOME live with the operator instead of through the session's home
+    /// layer (repeatable; what the session writes there takes effect outside it)
+    #[arg(long = "share", value_name = "PATH")]
+    share: Vec<PathBuf>,
+    /// Let the session reach this socket of an outside process (repeatable)
+    #[arg(long = "share-socket", value_name = "PATH")]
+    share_socket: Vec<PathBuf>,
+    /// Reduced world: no home layer, the session writes the operator's $HOME itself
+    #[arg(long)]
+    allow_shared_home: bool,
+    /// Reduced world: the session shares /tmp, /var/tmp, /dev/shm and /run/user/UID
+    #[arg(long)]
+    allow_shared_temp: bool,
+    /// Reduced world: the session can reach the sockets of the operator's processes
+    #[arg(long)]
+    allow_outside_sockets: bool,
     /// Print the enforcement report on stderr before the command starts
     #[arg(short, long)]
     verbose: bool,
@@ -142,6 +159,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             lossy(root)
         );
     }
+    // What stays the operator's real object in the session's world: the shims, made below.
+    let mut keep: Vec<PathBuf> = Vec::new();
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| k != "LD_PRELOAD" && k != POLICY_ENV)
         .collect();
@@ -163,7 +182,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
         if !plan.wrappers.is_empty() {
-            execguard_session::shims::create_shim(&plan, &policy)?.apply(&mut env);
+            let shim = execguard_session::shims::create_shim(&plan, &policy)?;
+            shim.apply(&mut env);
+            keep.extend(
+                [Some(shim.bin.clone()), shim.git_core.clone()]
+                    .into_iter()
+                    .flatten(),
+            );
         }
     }
     let mut preload = lib.clone().into_os_string();
@@ -223,6 +248,28 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let host = args.policy.is_some() || loaded.source == Source::Environment;
     execguard_seal::test_hooks_at("partition");
     let partition = execguard_session::seal::partition(&policy);
+    // The session's own world, decided before the supervisor forks.
+    let (world, world_reductions) = if host && policy.seal() {
+        world::host_world(
+            std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace())),
+            world::keep(&policy, &partition, keep),
+            &world::WorldChoice {
+                share: args.share.clone(),
+                share_sockets: args.share_socket.clone(),
+                allow_shared_home: args.allow_shared_home,
+                allow_shared_temp: args.allow_shared_temp,
+                allow_outside_sockets: args.allow_outside_sockets,
+                own_sockets: policy
+                    .audit_socket()
+                    .map(|s| PathBuf::from(std::ffi::OsStr::from_bytes(s)))
+                    .into_iter()
+                    .collect(),
+                home_exec: execguard_seal::world::LayerExec::Noexec,
+            },
+        )?
+    } else {
+        Default::default()
+    };
     let mut carry = None;
     // The one line that says which sessions are supervised (the others need no duty).
     let supervised = host;
@@ -249,13 +296,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
         // through exec into every descendant.
-        let report = execguard_session::seal::seal(&policy, &partition, args.allow_exec_mappings, carry.as_ref()).map_err(|e| match e {
+        let mut report = execguard_session::seal::seal(&policy, &partition, args.allow_exec_mappings, carry.as_ref(), Some(&world)).map_err(|e| match e {
             execguard_seal::SealError::Noexec { .. }
             | execguard_seal::SealError::NamespaceUnfinished { .. } => anyhow::anyhow!(
                 "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"
             ),
+            execguard_seal::SealError::World { .. } => anyhow::anyhow!(
+                "{e}; fix the cause, or run a reduced world (--allow-shared-home, --allow-shared-temp, --allow-outside-sockets)"
+            ),
             e => anyhow::anyhow!("{e}"),
         })?;
+        report
+            .assurance
+            .reductions
+            .extend(world_reductions.iter().copied());
         if args.verbose {
             for line in report.lines() {
                 eprintln!("execguard: {line}");

@@ -36,11 +36,18 @@ pub enum Reduction {
     NoPolicy,
     /// No seccomp filter is installed (`execguard doctor`).
     NoSeccomp,
+    /// The session writes the operator's `$HOME` itself, not a home layer of its own
+    /// (`--allow-shared-home`).
+    SharedHome,
+    /// The session shares the operator's temp and runtime dirs (`--allow-shared-temp`).
+    SharedTemp,
+    /// The session can reach the sockets of processes outside it (`--allow-outside-sockets`).
+    OutsideSockets,
 }
 
 impl Reduction {
     /// Every reduction, for parsing, documentation and tests.
-    pub const ALL: [Reduction; 15] = [
+    pub const ALL: [Reduction; 18] = [
         Self::Profile(Profile::Development),
         Self::Profile(Profile::Build),
         Self::Profile(Profile::Breakglass),
@@ -56,6 +63,9 @@ impl Reduction {
         Self::WriteSetAliased,
         Self::NoPolicy,
         Self::NoSeccomp,
+        Self::SharedHome,
+        Self::SharedTemp,
+        Self::OutsideSockets,
     ];
 
     /// The stable name. (The container's names were kebab-case before the seal's existed,
@@ -75,6 +85,9 @@ impl Reduction {
             Self::WriteSetAliased => "write_set_aliased",
             Self::NoPolicy => "no_policy",
             Self::NoSeccomp => "no_seccomp",
+            Self::SharedHome => "shared_home",
+            Self::SharedTemp => "shared_temp",
+            Self::OutsideSockets => "outside_sockets",
         }
     }
 

@@ -25,6 +25,8 @@ pub enum SealError {
     ExecDirAliased { dir: PathBuf, name: PathBuf },
     /// A second name that cannot join the write set, or cannot be ruled out.
     AliasUnresolved { why: String },
+    /// A part of the session's own world ([`crate::world`]) could not be made.
+    World { detail: String },
 }
 
 impl SealError {
@@ -41,6 +43,7 @@ impl SealError {
             SealError::WriteSetAliased { .. } => "write_set_aliased",
             SealError::ExecDirAliased { .. } => "exec_dir_aliased",
             SealError::AliasUnresolved { .. } => "write_set_aliased",
+            SealError::World { .. } => "world_unavailable",
         }
     }
 }
@@ -77,6 +80,10 @@ impl std::fmt::Display for SealError {
                 "{code}: the exec dir {} is also reachable as {} (another mount shows the same files), which the session writes; unmount that, or leave the exec dir out (execguard run: --no-exec-dir), when nothing there needs to run",
                 dir.display(),
                 name.display()
+            ),
+            SealError::World { detail } => write!(
+                f,
+                "{code}: the session's own world could not be made: {detail}"
             ),
             SealError::AliasUnresolved { why } => write!(
                 f,

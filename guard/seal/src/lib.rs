@@ -38,6 +38,7 @@ mod partition;
 pub mod report;
 pub mod seccomp;
 mod test_hooks;
+pub mod world;
 
 pub use self::landlock::{
     grants, grants_from, landlock_partition, write_rights, WRITABLE_DEVICES, WRITE_RIGHTS,
@@ -59,7 +60,7 @@ use partition::beneath;
 
 /// How the seal is applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Options {
+pub struct Options<'a> {
     /// Refuse memfds that could hold code (strict sessions: the guard adds `MFD_NOEXEC_SEAL`
     /// for guarded callers, the filter refuses the others).
     pub memfd_noexec: bool,
@@ -70,6 +71,10 @@ pub struct Options {
     /// The caller's reason this session is reduced (the profile that grants the workspace
     /// both rights and allows executable memfds: `development`, `build`), reported first.
     pub reduced: Option<Reduction>,
+    /// The session's own world, made in the mount namespace before the partition's binds
+    /// (it needs the namespace; a part that cannot be made refuses the start, whatever
+    /// `mounts` says).
+    pub world: Option<&'a world::World>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,15 +109,17 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     // incomplete), but counts as not made.
     let tried = match options.mounts {
         MountsMode::Off => None,
-        MountsMode::Required => Some(namespace::isolate(partition)),
+        MountsMode::Required => Some(namespace::isolate(partition, options.world)),
         MountsMode::BestEffort => {
-            Some(namespace::probe().and_then(|()| namespace::isolate(partition)))
+            Some(namespace::probe().and_then(|()| namespace::isolate(partition, options.world)))
         }
     };
     let (namespace, failure) = match tried {
         None => (None, None),
         Some(Ok((namespace, failed))) => (Some(namespace), failed),
-        Some(Err(e @ SealError::NamespaceUnfinished { .. })) => return Err(e),
+        Some(Err(e @ (SealError::NamespaceUnfinished { .. } | SealError::World { .. }))) => {
+            return Err(e)
+        }
         Some(Err(e)) => (None, Some(e)),
     };
     let made = namespace.is_some() && failure.is_none();

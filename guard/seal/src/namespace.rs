@@ -46,6 +46,8 @@ pub struct Namespace {
     /// The mount table read after the binds of the write set, for [`report_in`].
     #[serde(skip)]
     pub(crate) table: Option<std::sync::Arc<[Mount]>>,
+    /// The session's own world made in it ([`crate::world`]), when one was asked for.
+    pub world: Option<crate::world::WorldReport>,
 }
 
 fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
@@ -132,7 +134,10 @@ pub fn probe() -> Result<(), SealError> {
 /// Makes the private namespace and its mounts (see the module). The caller must be
 /// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
 /// entered again afterwards, so it is seen through the new mounts.
-pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), SealError> {
+pub fn isolate(
+    partition: &Partition,
+    world: Option<&crate::world::World>,
+) -> Result<(Namespace, Option<SealError>), SealError> {
     #[cfg(any(test, feature = "test-hooks"))]
     if std::env::var_os(NO_NAMESPACE_ENV).is_some() {
         return Err(SealError::Noexec {
@@ -141,6 +146,11 @@ pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), 
     }
     let cwd = std::env::current_dir().ok();
     let kind = enter()?;
+    // The world first: the partition's binds then make all of it noexec like the rest.
+    let world = world
+        .filter(|w| !w.is_empty())
+        .map(crate::world::build)
+        .transpose()?;
     let (mut noexec, mut read_only, mut table) = (Vec::new(), Vec::new(), None);
     let failed = bind_partition(partition, &mut noexec, &mut read_only, &mut table).err();
     if let Some(cwd) = cwd {
@@ -152,6 +162,7 @@ pub fn isolate(partition: &Partition) -> Result<(Namespace, Option<SealError>), 
         read_only,
         incomplete: failed.as_ref().map(|e| e.to_string()),
         table,
+        world,
     };
     Ok((namespace, failed))
 }
@@ -258,8 +269,12 @@ fn bind_partition(
     *table = Some(after_binds.clone());
     test_hooks_at("noexec");
     let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
+    // A mount the session's world covered (one beneath the old `/tmp`, under the fresh one)
+    // is reached by no name any more: the table's lookup, like the kernel's, leads higher.
+    let lookup = crate::mountinfo::Lookup::new(&after_binds);
+    let covered = |p: &Path| lookup.mount_of(p).is_some_and(|m| m.point != p);
     for point in &points {
-        if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) {
+        if !roots.iter().any(|r| beneath(point, r)) || noexec.contains(point) || covered(point) {
             continue;
         }
         if both(point) {

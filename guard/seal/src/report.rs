@@ -166,6 +166,7 @@ impl Enforcement {
                 for d in &ns.read_only {
                     out.push(format!("  exec dir mount {}: read-only", d.display()));
                 }
+                out.extend(world_lines(ns.world.as_ref()));
             }
             None => out.push("mount namespace: none".into()),
         }
@@ -262,4 +263,46 @@ fn report_with(
         }
     }
     Some(out)
+}
+
+/// The session's own world, as `execguard run -v` names it.
+pub fn world_lines(world: Option<&crate::world::WorldReport>) -> Vec<String> {
+    let Some(w) = world else {
+        return vec![
+            "world: the operator's (no home layer; shared temp dirs, sockets and network)".into(),
+        ];
+    };
+    let list = |v: &[PathBuf]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    vec![
+        match (&w.home_upper, w.home_exec) {
+            (Some(upper), Some(exec)) => format!(
+                "world: home layer {} ({})",
+                upper.display(),
+                match exec {
+                    crate::world::LayerExec::Noexec => "written, never run",
+                    crate::world::LayerExec::Exec =>
+                        "written, and run in this workspace's sessions",
+                }
+            ),
+            _ => "world: home is the operator's own".into(),
+        },
+        format!("world: own temp and runtime dirs: {}", list(&w.temp)),
+        format!("world: kept real inside them: {}", list(&w.kept)),
+        format!(
+            "world: outside sockets hidden: {} ({}); shared: {}",
+            w.hidden_sockets.len(),
+            list(&w.hidden_sockets),
+            list(&w.shared_sockets)
+        ),
+        "world: network: the host's (no namespace of its own yet)".into(),
+    ]
 }
