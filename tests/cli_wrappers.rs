@@ -1608,7 +1608,7 @@ fn the_supervisor_passes_signals_on_but_not_the_terminals() {
             ready.display()
         );
         let mut c = Command::new(EXECGUARD);
-        c.args(["run", "--", "sh", "-c", &script])
+        c.args(["run", SHARED_TEMP, "--", "sh", "-c", &script])
             .current_dir(&s.repo)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
