@@ -483,13 +483,20 @@ fn a_root_that_does_not_exist_yet_gets_nothing() {
     )
     .unwrap();
     let wx = wx_probe();
-    let out = Command::new(&tools().cli)
+    // Events, not time: the session says it started (sealed, with the root still missing),
+    // then waits on a FIFO the test writes once the root exists.
+    let go = base.join("ws/go");
+    let c = std::ffi::CString::new(s(&go)).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let mut child = Command::new(&tools().cli)
         .args(["run", "--policy"])
         .arg(&policy)
         .args(["--", "sh", "-c"])
         .arg(format!(
-            "while ! test -e {late}/ready; do sleep 0.05; done; \
+            "echo STARTED; read line < {go}; \
              echo x > {late}/mine 2>/dev/null && echo WROTE; {wx} exec {late}/ready",
+            go = s(&go),
             late = s(&late),
             wx = s(&wx)
         ))
@@ -499,18 +506,18 @@ fn a_root_that_does_not_exist_yet_gets_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    assert_eq!(first, "STARTED\n", "the session did not start");
     std::fs::create_dir_all(&late).unwrap();
     copy(Path::new("/bin/true"), &late.join("ready"));
-    let out = out.wait_with_output().unwrap();
-    let stdout = text(&out.stdout);
-    assert!(!stdout.contains("WROTE"), "{stdout}");
-    assert_eq!(
-        stdout,
-        "FAILED execve 13\n",
-        "{stdout}\n{}",
-        text(&out.stderr)
-    );
+    std::fs::write(&go, b"go\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!rest.contains("WROTE"), "{rest}");
+    assert_eq!(rest, "FAILED execve 13\n", "{rest}\n{}", text(&out.stderr));
 }
 
 /// Without a mount namespace (a kernel that refuses it; the test hook) a program could map a
