@@ -657,18 +657,22 @@ mod tests {
     /// outer ones; the user's additions must lie in the write set; removals win.
     #[test]
     fn exec_dirs_are_discovered_by_the_contract() {
-        // Outside the built-in roots (/tmp would put `opt/bin` in the write set): the
-        // checkout, or `$HOME` when the checkout itself is in one (a clone in /tmp).
+        // Outside the built-in roots (/tmp would put `opt/bin` in the write set), and neither
+        // in the source tree nor in the real `$HOME`: the cargo target directory's `tmp`
+        // (this test binary is `<target>/<profile>/deps/<name>`).
         let builtin = |p: &Path| {
             execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
                 .iter()
                 .any(|r| p.starts_with(std::str::from_utf8(r).unwrap()))
         };
-        let base = [Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))), home()]
-            .into_iter()
-            .flatten()
-            .find(|p| p.canonicalize().is_ok_and(|c| !builtin(&c)))
-            .expect("a directory outside the built-in mutable roots (the checkout or $HOME)");
+        let exe = std::env::current_exe().unwrap();
+        let base = exe.ancestors().nth(3).unwrap().join("tmp");
+        std::fs::create_dir_all(&base).unwrap();
+        assert!(
+            !builtin(&base.canonicalize().unwrap()),
+            "the cargo target directory {} lies in a built-in mutable root: use one elsewhere",
+            base.display()
+        );
         let t = tempfile::tempdir_in(base).unwrap();
         let root = t.path().canonicalize().unwrap();
         let home = root.join("home");
