@@ -15,6 +15,23 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The positive control of a test that sets `EXECGUARD_TEST_REDIRECT=STEP:DIR:TARGET`: the
+/// hook fired, so `DIR` was moved aside (to `DIR-moved`) and a link put in its place. Without
+/// it, a test of what the session does with the link proves nothing.
+fn assert_redirected(dir: &Path, label: &str) {
+    let moved = PathBuf::from(format!("{}-moved", s(dir)));
+    assert!(
+        moved.is_dir(),
+        "[{label}] the redirect never fired: no {}",
+        moved.display()
+    );
+    assert!(
+        std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()),
+        "[{label}] the redirect never put a link at {}",
+        dir.display()
+    );
+}
+
 /// The tests that prepare a mount (a tmpfs, in a private namespace) need root: without it,
 /// says so loudly (`skip`) and returns false.
 fn root_can_mount(what: &str) -> bool {
@@ -643,6 +660,7 @@ fn a_write_grant_is_never_given_through_a_link_put_in_its_place() {
         assert!(!stdout.contains("PLANTED"), "[{label}] {stdout}");
         assert!(!w.local_bin.join("planted").exists(), "[{label}]");
         assert!(stdout.contains("MOVED_NOT_GRANTED"), "[{label}] {stdout}");
+        assert_redirected(&projects, &label);
     }
 }
 
@@ -934,6 +952,7 @@ fn a_mount_whose_name_was_redirected_is_never_left_executable() {
                 && stderr.contains("a directory above this mount was moved"),
             "[{label}] {stderr}"
         );
+        assert_redirected(&p, &label);
     }
 }
 
@@ -1288,6 +1307,7 @@ fn a_workspace_replaced_by_a_link_after_the_checks_gives_nothing_to_its_target()
             );
             assert!(!stdout.contains("PLANTED"), "[{label} {extra:?}] {stdout}");
             assert!(!inside.join("planted").exists(), "[{label} {extra:?}]");
+            assert_redirected(&ws, &format!("{label} {extra:?}"));
         }
     }
 }
