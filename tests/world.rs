@@ -339,3 +339,47 @@ fn the_report_names_the_world() {
         }
     }
 }
+
+#[test]
+fn a_setuid_file_the_session_leaves_in_the_workspace_is_cleared_at_its_end() {
+    for who in identities() {
+        let f = Fixture::new("world-setuid");
+        let home = home_for(&f, &who);
+        let p = f.ws.join("left-setuid");
+        let script = format!(
+            "cp /bin/true {p} && chmod 6755 {p} && test -u {p} && test -g {p} && echo set",
+            p = s(&p)
+        );
+        let o = session(&f, &who, &home, &[], &script);
+        ok(&o, "the session");
+        // The control: inside, the bits were set.
+        assert_eq!(
+            text(&o.stdout),
+            "set\n",
+            "{}: {}",
+            who.label(),
+            text(&o.stderr)
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o7000,
+            0,
+            "{}: mode {mode:o} after the session",
+            who.label()
+        );
+        assert!(
+            text(&o.stderr).contains("cleared the setuid/setgid bits"),
+            "{}: {}",
+            who.label(),
+            text(&o.stderr)
+        );
+        assert!(
+            std::fs::read_to_string(&f.audit)
+                .unwrap()
+                .contains("privileges_cleared"),
+            "{}: recorded",
+            who.label()
+        );
+    }
+}

@@ -176,6 +176,8 @@ fn start(mut prepared: Prepared) -> i32 {
         handback: prepared.handback.take(),
         // The image's sessions are summarised by `execguard audit` (issue 30: host sessions).
         summary: None,
+        // Not swept in the image yet (issue 28: the host's `execguard run` is).
+        clear_privileges: None,
     };
     let supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,

@@ -17,6 +17,7 @@
 //! | [`assurance`] | the start record of what the session is held to |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
 //! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
+//! | [`privileges`] | the supervisor's sweep at the end: setuid/setgid bits and file capabilities the session left in the workspace, cleared and recorded |
 //! | [`world`] | the session's own world: its home layer, temp and runtime dirs, the outside's sockets hidden; `execguard home` |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
 //!
@@ -33,6 +34,7 @@ pub mod launch;
 pub mod paths;
 pub mod policy_text;
 pub mod preflight;
+pub mod privileges;
 pub mod reaper;
 pub mod runtime_dir;
 pub mod runtimes;

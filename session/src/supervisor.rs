@@ -25,6 +25,9 @@ pub struct Duties {
     /// ([`crate::summary`]): a refusal a child's captured stderr swallowed still reaches the
     /// person.
     pub summary: Option<crate::summary::Mark>,
+    /// Clear the setuid/setgid bits and file capabilities the session left in what outlives
+    /// it ([`crate::privileges`]).
+    pub clear_privileges: Option<crate::privileges::Sweep>,
 }
 
 /// A step of the supervisor that failed.
@@ -112,6 +115,9 @@ impl Supervisor {
         }
         if let Some(handback) = &self.duties.handback {
             handback.finish();
+        }
+        if let Some(sweep) = &self.duties.clear_privileges {
+            sweep.run();
         }
         if let Some(mark) = &self.duties.summary {
             crate::summary::Summary::since(mark).print(mark.log());

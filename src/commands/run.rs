@@ -287,6 +287,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             carry_back: true,
             handback: Some(handback),
             summary: log.map(execguard_session::summary::Mark::now),
+            // The workspace outlives the session (its temp dirs do not; its home layer is
+            // never run outside it, and `execguard home accept` clears the bits too).
+            clear_privileges: Some(execguard_session::privileges::Sweep::starting_now(
+                vec![workspace.to_path_buf()],
+                log.map(std::path::Path::to_path_buf),
+            )),
         };
         let supervisor = Supervisor::install(Stand::Beside, duties)?;
         // SAFETY: `execguard run` is single-threaded here.

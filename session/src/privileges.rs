@@ -1,0 +1,154 @@
+//! A supervisor duty at the session's end: no file the session created or changed in what
+//! outlives it (the workspace, the write set's other lasting roots) keeps a setuid or setgid
+//! bit or file capabilities. Inside the session they are inert (`nosuid` mounts,
+//! `no_new_privs`); after it, a setuid-root copy of a program would run with root's rights for
+//! anyone. Each one cleared is said on stderr and recorded (tool `run`, entry `end`, decision
+//! `notice`, reason `privileges_cleared`, `path` the file).
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// What to sweep, and from when.
+#[derive(Debug)]
+pub struct Sweep {
+    pub roots: Vec<PathBuf>,
+    /// The session's start: files changed since (their status change time) are swept.
+    pub since: i64,
+    pub audit_log: Option<PathBuf>,
+}
+
+impl Sweep {
+    /// A sweep of `roots` for a session starting now.
+    pub fn starting_now(roots: Vec<PathBuf>, audit_log: Option<PathBuf>) -> Self {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        // A second's slack: ctime has the file system's resolution.
+        Sweep {
+            roots,
+            since: since - 1,
+            audit_log,
+        }
+    }
+
+    /// Clears what the session left; returns the files cleared.
+    pub fn run(&self) -> Vec<PathBuf> {
+        let mut cleared = Vec::new();
+        for root in &self.roots {
+            if let Ok(m) = std::fs::symlink_metadata(root) {
+                walk(root, m.dev(), self.since, &mut cleared);
+            }
+        }
+        for path in &cleared {
+            eprintln!(
+                "execguard: cleared the setuid/setgid bits and capabilities the session left on {}",
+                path.display()
+            );
+            if let Some(log) = &self.audit_log {
+                use std::os::unix::ffi::OsStrExt;
+                let record = execguard_os::audit::stamp(
+                    "run",
+                    "end",
+                    execguard_policy::audit::Decision::Notice,
+                    "privileges_cleared",
+                    None,
+                    path.as_os_str().as_bytes(),
+                    b"",
+                );
+                let _ = execguard_os::audit::append(log.as_os_str().as_bytes(), &record);
+            }
+        }
+        cleared
+    }
+}
+
+/// `security.capability`: a file's capabilities.
+const CAPABILITY_XATTR: &std::ffi::CStr = c"security.capability";
+
+fn walk(path: &Path, dev: u64, since: i64, cleared: &mut Vec<PathBuf>) {
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    // One file system: a mount beneath is not what the session wrote here.
+    if m.dev() != dev {
+        return;
+    }
+    if m.is_dir() {
+        for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            walk(&e.path(), dev, since, cleared);
+        }
+        return;
+    }
+    if !m.is_file() || m.ctime() < since {
+        return;
+    }
+    let special = m.mode() & (libc::S_ISUID | libc::S_ISGID) != 0;
+    let caps = has_capabilities(path);
+    if !special && !caps {
+        return;
+    }
+    if special {
+        let _ = std::fs::set_permissions(
+            path,
+            std::fs::Permissions::from_mode(m.mode() & 0o777 & !(libc::S_ISUID | libc::S_ISGID)),
+        );
+    }
+    if caps {
+        remove_capabilities(path);
+    }
+    cleared.push(path.to_path_buf());
+}
+
+fn cpath(path: &Path) -> Option<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+fn has_capabilities(path: &Path) -> bool {
+    let Some(c) = cpath(path) else {
+        return false;
+    };
+    // SAFETY: both strings are NUL-terminated; a NULL buffer of size 0 only asks the size.
+    let n = unsafe {
+        libc::lgetxattr(
+            c.as_ptr(),
+            CAPABILITY_XATTR.as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    n > 0
+}
+
+fn remove_capabilities(path: &Path) {
+    if let Some(c) = cpath(path) {
+        // SAFETY: both strings are NUL-terminated; the call changes only that file.
+        unsafe { libc::lremovexattr(c.as_ptr(), CAPABILITY_XATTR.as_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setuid_file_made_now_is_cleared_and_an_old_one_left() {
+        let d = crate::test_dirs::tmp("privileges");
+        let new = d.join("new");
+        std::fs::write(&new, "x").unwrap();
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        let sweep = Sweep::starting_now(vec![d.clone()], None);
+        assert_eq!(sweep.run(), vec![new.clone()]);
+        let mode = std::fs::metadata(&new).unwrap().mode();
+        assert_eq!(mode & 0o7777, 0o755);
+        let later = Sweep {
+            since: i64::MAX,
+            ..Sweep::starting_now(vec![d.clone()], None)
+        };
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o2755)).unwrap();
+        assert!(
+            later.run().is_empty(),
+            "a file older than the session is not its"
+        );
+    }
+}
