@@ -781,3 +781,52 @@ fn unsealed_sessions_and_mutable_targets_are_never_remembered() {
         );
     }
 }
+
+/// A wrapper (or a runtime) that several entries name is asked about once per process: a
+/// session's policy names one wrapper for each of git's copies, and every process resolves
+/// the identities when it loads the policy (issue 31).
+#[test]
+fn each_runtime_and_wrapper_path_is_asked_once() {
+    let mut sys = MemSys::new();
+    base(&mut sys);
+    sys.elf(b"/usr/bin/git")
+        .elf(b"/usr/lib/git-core/git")
+        .elf(b"/usr/libexec/git-wrapper")
+        .elf(b"/usr/bin/node")
+        .elf(b"/usr/libexec/node-wrapper");
+    let policy = "version = 1\nworkspace = \"/ws\"\n\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/usr/libexec/git-wrapper\"\n\n[[runtime]]\nname = \"git\"\npath = \"/usr/lib/git-core/git\"\nwrapper = \"/usr/libexec/git-wrapper\"\n\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/usr/libexec/git-wrapper\"\n\n[[runtime]]\nname = \"node\"\npath = \"/usr/bin/node\"\nwrapper = \"/usr/libexec/node-wrapper\"\n";
+    let policy = Policy::parse(policy.as_bytes()).unwrap();
+    let ids = RuntimeIds::resolve(&mut sys, &policy);
+    let stats: Vec<_> = sys
+        .calls
+        .iter()
+        .filter(|c| c.starts_with("stat "))
+        .collect();
+    assert_eq!(
+        stats,
+        [
+            "stat /usr/bin/git",
+            "stat /usr/libexec/git-wrapper",
+            "stat /usr/lib/git-core/git",
+            "stat /usr/bin/node",
+            "stat /usr/libexec/node-wrapper"
+        ],
+        "{:?}",
+        sys.calls
+    );
+    // The entries that asked nothing still know their files.
+    let mut kpath = crate::path::PathBuf::new();
+    for (path, runtime) in [(&b"/usr/lib/git-core/git"[..], 1), (b"/usr/bin/git", 0)] {
+        let fd = sys
+            .open(At::Cwd(path), crate::sys::OpenMode::PathOnly, true)
+            .unwrap();
+        let info = sys.fstat(&fd).unwrap();
+        sys.fd_path(&fd, &mut kpath).unwrap();
+        assert_eq!(
+            ids.runtime_of(&policy, &info, kpath.as_bytes()),
+            Some(runtime)
+        );
+    }
+    let wrapper = sys.stat(b"/usr/libexec/git-wrapper").unwrap();
+    assert!(ids.caller_may_start(&policy, b"git", &wrapper, b"/usr/libexec/git-wrapper"));
+}

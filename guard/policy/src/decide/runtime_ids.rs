@@ -44,15 +44,31 @@ impl RuntimeIds {
         n: 0,
     };
 
-    /// Stats every runtime and wrapper path; a missing file protects (or approves) nothing.
+    /// Stats every runtime and wrapper path, each once (a session's policy names one wrapper
+    /// for every copy of git); a missing file protects (or approves) nothing.
     pub fn resolve<S: Sys>(sys: &mut S, policy: &Policy<'_>) -> Self {
         let mut ids = Self::NONE;
         for (i, rt) in policy.runtimes().enumerate() {
-            ids.runtime[i] = sys.stat(rt.path).ok().map(FileId::of);
-            ids.wrapper[i] = sys.stat(rt.wrapper).ok().map(FileId::of);
+            let runtime = ids.asked_before(policy, i, rt.path);
+            ids.runtime[i] = runtime.unwrap_or_else(|| sys.stat(rt.path).ok().map(FileId::of));
+            let wrapper = ids.asked_before(policy, i, rt.wrapper);
+            ids.wrapper[i] = wrapper.unwrap_or_else(|| sys.stat(rt.wrapper).ok().map(FileId::of));
             ids.n = i + 1;
         }
         ids
+    }
+
+    /// What the first `i` entries found at `path`, if one of them named it.
+    fn asked_before(&self, policy: &Policy<'_>, i: usize, path: &[u8]) -> Option<Option<FileId>> {
+        policy.runtimes().take(i).enumerate().find_map(|(j, rt)| {
+            if rt.path == path {
+                Some(self.runtime[j])
+            } else if rt.wrapper == path {
+                Some(self.wrapper[j])
+            } else {
+                None
+            }
+        })
     }
 
     fn matches(id: &Option<FileId>, rt_path: &[u8], file: &FileInfo, kpath: &[u8]) -> bool {

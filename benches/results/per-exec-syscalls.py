@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""System calls per exec hop: plain, the empty-preload floor, the guard under the bench
+policy, and `execguard run`'s real sealed session (issue 31).
+
+Each variant runs the harness's exec chain (benches/harness/src/c/chain.c, built with
+`cc -O2` into a root-owned directory outside every write set) twice under `strace -f -c`:
+with N hops and with 0. Per hop = (calls(N) - calls(0)) / N, so the session's start and
+the tracer's own start cancel out. Usage (as root, from the repository):
+
+    cargo build --release -p execguard -p execguard-preload -p execguard-bench-floor
+    python3 benches/results/per-exec-syscalls.py [N] [TARGET_DIR]
+"""
+import collections, os, subprocess, sys, tempfile
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+target = sys.argv[2] if len(sys.argv) > 2 else "target/release"
+repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+target = os.path.join(repo, target)
+chain_dir = "/usr/local/libexec/eg-bench"
+chain = os.path.join(chain_dir, "chain")
+os.makedirs(chain_dir, exist_ok=True)
+subprocess.run(["cc", "-O2", "-o", chain, os.path.join(repo, "benches/harness/src/c/chain.c")], check=True)
+guard_lib = os.path.join(target, "libexecguard.so")
+floor_lib = os.path.join(target, "libfloor_rust.so")
+cli = os.path.join(target, "execguard")
+bench_policy = open(os.path.join(repo, "benches/harness/bench-policy.toml")).read()
+ws = tempfile.mkdtemp(prefix="eg-ws-", dir="/tmp")
+base_env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+
+def counts(cmd, env):
+    with tempfile.NamedTemporaryFile(suffix=".strace") as out:
+        subprocess.run(["strace", "-f", "-c", "-o", out.name] + cmd, env=env, check=True,
+                       stdout=subprocess.DEVNULL, cwd=ws)
+        c = collections.Counter()
+        for line in open(out.name):
+            f = line.split()
+            # % time, seconds, usecs/call, calls, [errors], syscall
+            if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+                c[f[-1]] += int(f[3])
+        return c
+
+variants = {
+    "plain": (lambda n: [chain, str(n)], dict(base_env)),
+    "floor": (lambda n: [chain, str(n)], dict(base_env, LD_PRELOAD=floor_lib)),
+    "guard (bench policy)": (lambda n: [chain, str(n)],
+                             dict(base_env, LD_PRELOAD=guard_lib, EXECGUARD_POLICY=bench_policy)),
+    "execguard run (sealed session)": (lambda n: [cli, "run", "--workspace", ws, "--", chain, str(n)],
+                                       dict(base_env, EXECGUARD_LIB=guard_lib)),
+}
+rows = {}
+for name, (cmd, env) in variants.items():
+    full, zero = counts(cmd(N), env), counts(cmd(0), env)
+    rows[name] = {k: (full[k] - zero[k]) / N for k in full}
+floor = rows["floor"]
+head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+print(f"## System calls per exec hop ({N}-hop chain, commit {head}, `{' '.join(sys.argv)}`)\n")
+print("| variant | calls per hop | beyond the floor |")
+print("|---|---:|---:|")
+for name, r in rows.items():
+    t = sum(r.values())
+    print(f"| {name} | {t:.1f} | {t - sum(floor.values()):+.1f} |")
+print("\nWhere the sealed session asks more than the floor (calls per hop, difference >= 0.5):\n")
+print("| system call | floor | session | guard (bench policy) |")
+print("|---|---:|---:|---:|")
+s, g = rows["execguard run (sealed session)"], rows["guard (bench policy)"]
+for k in sorted(set(s) | set(floor), key=lambda k: -(s.get(k, 0) - floor.get(k, 0))):
+    d = s.get(k, 0) - floor.get(k, 0)
+    if abs(d) >= 0.5:
+        print(f"| {k} | {floor.get(k, 0):.2f} | {s.get(k, 0):.2f} | {g.get(k, 0):.2f} |")
