@@ -330,6 +330,22 @@ fn the_report_names_the_world() {
         let o = session(&f, &who, &home, &["-v"], "true");
         ok(&o, "the session");
         let err = text(&o.stderr);
+        // `execguard doctor` inside the session sees the same world.
+        let doctor = format!("{} doctor", s(&tools().cli));
+        let d = session(&f, &who, &home, &[], &doctor);
+        ok(&d, "doctor in the session");
+        let seen = text(&d.stdout);
+        for line in [
+            "home: a layer of its own",
+            "/tmp /var/tmp /dev/shm",
+            "reachable here: 0",
+        ] {
+            assert!(
+                seen.contains(line),
+                "{}: no {line:?} in {seen}",
+                who.label()
+            );
+        }
         for line in [
             "world: home layer ",
             "world: own temp and runtime dirs: /tmp /var/tmp /dev/shm",

@@ -452,6 +452,51 @@ fn accept(home: &Path, upper: &Path, rel: &Path) -> Result<usize> {
     Ok(1)
 }
 
+/// The world as this process sees it (`execguard doctor`): whether `$HOME` is a home layer,
+/// which temp and runtime dirs are a `tmpfs` of their own, and how many sockets the kernel
+/// lists as bound are reachable here.
+pub fn observe() -> Vec<String> {
+    let table = execguard_seal::mountinfo::read_mountinfo().unwrap_or_default();
+    let mount_at = |p: &Path| {
+        table
+            .iter()
+            .rev()
+            .find(|m| m.point == p)
+            .map(|m| m.fstype.clone())
+    };
+    let home = crate::exec_dirs::home().and_then(|h| crate::paths::canonical(&h).ok());
+    let mut out = vec![match &home {
+        Some(h) if mount_at(h).as_deref() == Some("overlay") => format!(
+            "  home: a layer of its own over {} (what is written there stays there)",
+            h.display()
+        ),
+        Some(h) => format!("  home: the operator's own {}", h.display()),
+        None => "  home: none ($HOME unset)".into(),
+    }];
+    let own: Vec<String> = temp_dirs()
+        .iter()
+        .filter(|t| mount_at(&t.path).as_deref() == Some("tmpfs"))
+        .map(|t| t.path.display().to_string())
+        .collect();
+    out.push(format!(
+        "  temp and runtime dirs that are a tmpfs mount (a session's own are): {}",
+        if own.is_empty() {
+            "none".into()
+        } else {
+            own.join(" ")
+        }
+    ));
+    let reachable = execguard_seal::world::bound_sockets()
+        .iter()
+        .filter(|s| std::fs::symlink_metadata(s).is_ok_and(|m| m.file_type().is_socket()))
+        .count();
+    out.push(format!(
+        "  pathname sockets the kernel lists that are reachable here: {reachable}"
+    ));
+    out.push("  network: the host's (no namespace of its own)".into());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -351,6 +351,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "no"
         }
     );
+    println!("world (docs/session.md#the-sessions-world)");
+    for line in execguard_session::world::observe() {
+        println!("{line}");
+    }
     println!("assurance: {}", observed.assurance);
     let statics = static_programs_on_path();
     println!(
