@@ -5,7 +5,7 @@
 mod support;
 
 use execguard_testkit::identities;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use support::{s, target_tmp, tools};
 
@@ -146,9 +146,14 @@ fn doctor_inside_a_session_reports_what_the_kernel_enforces() {
             let mounts = v["mounts"].as_array().unwrap();
             assert!(!mounts.is_empty(), "[{label}] {v}");
             for m in mounts {
-                let in_ws = m["mount_point"].as_str() == Some(s(&ws));
-                // The build profile's workspace keeps exec (both rights); all else is noexec.
-                let want = !(in_ws && profile == "build");
+                let point = m["mount_point"].as_str().unwrap_or_default();
+                let in_ws = point == s(&ws);
+                // The session's own temp dir (`<runtime dir>/tmp/<pid>`, issue 30).
+                let in_temp = point.contains("/execguard")
+                    && Path::new(point).parent().is_some_and(|p| p.ends_with("tmp"));
+                // The build profile's workspace and temp dir keep exec (both rights); all else
+                // is noexec.
+                let want = !((in_ws || in_temp) && profile == "build");
                 assert_eq!(m["noexec"], want, "[{label} {profile}] {m}");
             }
             let doctor_assurance = v["assurance"].as_str().unwrap();

@@ -178,6 +178,7 @@ fn start(mut prepared: Prepared) -> i32 {
         summary: None,
         // Not swept in the image yet (issue 28: the host's `execguard run` is).
         clear_privileges: None,
+        remove_temp: None,
     };
     let supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,

@@ -16,6 +16,7 @@
 //! | [`supervisor`] | the process that stays outside the session (the host's fork, the container's PID 1) and its duties at the end |
 //! | [`assurance`] | the start record of what the session is held to |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
+//! | [`session_temp`] | the temp directory of a development session: its own, written and executed, removed at the end |
 //! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
 //! | [`privileges`] | the supervisor's sweep at the end: setuid/setgid bits and file capabilities the session left in the workspace, cleared and recorded |
 //! | [`world`] | the session's own world: its home layer, temp and runtime dirs, the outside's sockets hidden; `execguard home` |
@@ -39,6 +40,7 @@ pub mod reaper;
 pub mod runtime_dir;
 pub mod runtimes;
 pub mod seal;
+pub mod session_temp;
 pub mod shims;
 pub mod summary;
 pub mod supervisor;

@@ -11,6 +11,13 @@ use std::path::{Path, PathBuf};
 /// ([`crate::paths::canonical`]), never afresh: this is built before the fork and the seal
 /// works from it, by these names.
 pub fn partition(policy: &Policy) -> execguard_seal::Partition {
+    partition_with_temp(policy, None)
+}
+
+/// [`partition`], with the session's own temp dir (a development session's,
+/// [`crate::session_temp`]) a write-set root of its own that gets both rights, as the
+/// workspace does.
+pub fn partition_with_temp(policy: &Policy, temp: Option<&Path>) -> execguard_seal::Partition {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
@@ -18,10 +25,15 @@ pub fn partition(policy: &Policy) -> execguard_seal::Partition {
         Profile::Development | Profile::Build => Some(path(policy.workspace())),
         _ => None,
     };
+    let temp = both
+        .is_some()
+        .then_some(temp)
+        .flatten()
+        .map(Path::to_path_buf);
     execguard_seal::Partition::resolved(
-        policy.mutable_roots().map(path),
+        policy.mutable_roots().map(path).chain(temp.clone()),
         policy.exec_dirs().map(path),
-        both,
+        both.into_iter().chain(temp),
         &|p| crate::paths::canonical(p).ok(),
     )
 }

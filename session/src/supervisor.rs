@@ -28,6 +28,8 @@ pub struct Duties {
     /// Clear the setuid/setgid bits and file capabilities the session left in what outlives
     /// it ([`crate::privileges`]).
     pub clear_privileges: Option<crate::privileges::Sweep>,
+    /// Remove the session's own temp dir ([`crate::session_temp`]).
+    pub remove_temp: Option<crate::session_temp::SessionTemp>,
 }
 
 /// A step of the supervisor that failed.
@@ -118,6 +120,9 @@ impl Supervisor {
         }
         if let Some(sweep) = &self.duties.clear_privileges {
             sweep.run();
+        }
+        if let Some(temp) = &self.duties.remove_temp {
+            temp.remove();
         }
         if let Some(mark) = &self.duties.summary {
             crate::summary::Summary::since(mark).print(mark.log());

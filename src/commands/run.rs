@@ -247,7 +247,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // repositories are recorded now and what the session plants is quarantined when it ends.
     let host = args.policy.is_some() || loaded.source == Source::Environment;
     execguard_seal::test_hooks_at("partition");
-    let partition = execguard_session::seal::partition(&policy);
+    // development's own temp dir, on the workspace's side (go test, go run, scratch builds).
+    let temp = if host
+        && policy.seal()
+        && matches!(policy.profile(), Profile::Development | Profile::Build)
+    {
+        let temp = execguard_session::session_temp::SessionTemp::create()?;
+        temp.apply(&mut env);
+        Some(temp)
+    } else {
+        None
+    };
+    let partition =
+        execguard_session::seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
     // The session's own world, decided before the supervisor forks.
     let (world, world_reductions) = if host && policy.seal() {
         world::host_world(
@@ -293,6 +305,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 vec![workspace.to_path_buf()],
                 log.map(std::path::Path::to_path_buf),
             )),
+            remove_temp: temp.clone(),
         };
         let supervisor = Supervisor::install(Stand::Beside, duties)?;
         // SAFETY: `execguard run` is single-threaded here.
