@@ -133,6 +133,14 @@ fn stacks() -> Vec<Stack> {
             kernel_only_in_strict: false,
         },
         Stack {
+            name: "tool-in-home",
+            needs: "/bin/true",
+            files: &[],
+            script: "mkdir -p $HOME/.local/bin && cp /bin/true $HOME/.local/bin/mytool && $HOME/.local/bin/mytool && echo tool ran",
+            works: "tool ran",
+            kernel_only_in_strict: false,
+        },
+        Stack {
             name: "configure",
             needs: "/usr/bin/cc",
             files: &[("configure", CONFIGURE)],
@@ -299,5 +307,45 @@ fn strict_runs_each_stack_or_says_the_way_forward() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn a_tool_installed_in_home_runs_in_that_workspaces_next_sessions_only() {
+    for who in identities() {
+        let sc = Scene::new(who, "home-tool");
+        sc.who.own(&sc.base);
+        let install = "mkdir -p $HOME/.local/bin && cp /bin/true $HOME/.local/bin/mytool";
+        let out = sc.run("development", install);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            who.label(),
+            text(&out.stderr)
+        );
+        // The next development session of this workspace runs it.
+        let out = sc.run("development", "$HOME/.local/bin/mytool && echo ran");
+        assert_eq!(
+            text(&out.stdout),
+            "ran\n",
+            "{}: {}",
+            who.label(),
+            text(&out.stderr)
+        );
+        // strict refuses it, and says the way forward.
+        let out = sc.run("strict", "$HOME/.local/bin/mytool; echo rc=$?");
+        assert!(text(&out.stdout).contains("rc=126"), "{}", who.label());
+        assert!(
+            refused_with_a_way_forward(&text(&out.stderr)),
+            "{}: {}",
+            who.label(),
+            text(&out.stderr)
+        );
+        // The operator's own home never got it.
+        assert!(
+            !sc.home.join(".local/bin/mytool").exists(),
+            "{}: the install reached the operator's home",
+            who.label()
+        );
     }
 }

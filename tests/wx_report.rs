@@ -150,10 +150,16 @@ fn doctor_inside_a_session_reports_what_the_kernel_enforces() {
                 let in_ws = point == s(&ws);
                 // The session's own temp dir (`<runtime dir>/tmp/<pid>`, issue 30).
                 let in_temp = point.contains("/execguard")
-                    && Path::new(point).parent().is_some_and(|p| p.ends_with("tmp"));
-                // The build profile's workspace and temp dir keep exec (both rights); all else
-                // is noexec.
-                let want = !((in_ws || in_temp) && profile == "build");
+                    && Path::new(point)
+                        .parent()
+                        .is_some_and(|p| p.ends_with("tmp"));
+                // The workspace's home layer (its installs run in development and build).
+                // (not the layers' store the world hides under a noexec tmpfs).
+                let in_home = Path::new(point).starts_with(&home)
+                    && !point.ends_with("/.local/state/execguard/homes");
+                // The build profile's workspace, temp dir and home layer keep exec (both
+                // rights); all else is noexec.
+                let want = !((in_ws || in_temp || in_home) && profile == "build");
                 assert_eq!(m["noexec"], want, "[{label} {profile}] {m}");
             }
             let doctor_assurance = v["assurance"].as_str().unwrap();

@@ -248,10 +248,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let host = args.policy.is_some() || loaded.source == Source::Environment;
     execguard_seal::test_hooks_at("partition");
     // development's own temp dir, on the workspace's side (go test, go run, scratch builds).
-    let temp = if host
-        && policy.seal()
-        && matches!(policy.profile(), Profile::Development | Profile::Build)
-    {
+    let development =
+        host && policy.seal() && matches!(policy.profile(), Profile::Development | Profile::Build);
+    let temp = if development {
         let temp = execguard_session::session_temp::SessionTemp::create()?;
         temp.apply(&mut env);
         Some(temp)
@@ -276,11 +275,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     .map(|s| PathBuf::from(std::ffi::OsStr::from_bytes(s)))
                     .into_iter()
                     .collect(),
-                home_exec: execguard_seal::world::LayerExec::Noexec,
+                home_exec: if development {
+                    execguard_seal::world::LayerExec::Exec
+                } else {
+                    execguard_seal::world::LayerExec::Noexec
+                },
             },
         )?
     } else {
         Default::default()
+    };
+    // development's installs (cargo install, go install, pip install --user, a tool copied
+    // into ~/.local/bin) write and run in the workspace's own home layer, which only its
+    // sessions see: the layer gets both rights, as the workspace does. The operator's real
+    // exec dirs stay read-only in it.
+    let partition = match &world.home {
+        Some(layer) if layer.exec == execguard_seal::world::LayerExec::Exec => {
+            partition.with_both([layer.home.clone()])
+        }
+        _ => partition,
     };
     let mut carry = None;
     // The one line that says which sessions are supervised (the others need no duty).
