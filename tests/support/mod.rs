@@ -205,6 +205,12 @@ impl Fixture {
             tmp,
             who: None,
         };
+        // A home and a runtime dir of the fixture's own: no test shares /tmp/execguard-UID
+        // or writes the real ~/.config/execguard.
+        for d in [f.home(), f.runtime_dir()] {
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
         copy(&t.argv, &f.payload);
         copy(&t.evil, &f.evil);
         copy(&t.argv, &f.sys_argv);
@@ -260,6 +266,8 @@ impl Fixture {
         c.env_clear()
             .env("PATH", self.path_var())
             .env("LANG", "C")
+            .env("HOME", self.home())
+            .env("XDG_RUNTIME_DIR", self.runtime_dir())
             .current_dir(&self.ws)
             .stdin(Stdio::null());
         self.as_user(&mut c);
@@ -273,12 +281,8 @@ impl Fixture {
     pub fn for_user(name: &str, who: execguard_testkit::Identity) -> Fixture {
         let mut f = Fixture::new(&format!("{name}-{}", who.uid()));
         f.for_identity(&who);
-        for d in ["home", "runtime"] {
-            let d = f.base.join(d);
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-            who.own(&d);
-        }
+        who.own(&f.home());
+        who.own(&f.runtime_dir());
         // The fixture's own directory under /tmp is the user's, as theirs would be.
         who.own(&f.tmp);
         f.who = Some(who);
@@ -298,10 +302,20 @@ impl Fixture {
     fn as_user<'c>(&self, c: &'c mut Command) -> &'c mut Command {
         if let Some(who) = &self.who {
             who.apply(c)
-                .env("HOME", self.base.join("home"))
-                .env("XDG_RUNTIME_DIR", self.base.join("runtime"));
+                .env("HOME", self.home())
+                .env("XDG_RUNTIME_DIR", self.runtime_dir());
         }
         c
+    }
+
+    /// `base/home`: the `HOME` of this fixture's commands.
+    pub fn home(&self) -> PathBuf {
+        self.base.join("home")
+    }
+
+    /// `base/runtime` (0700): the `XDG_RUNTIME_DIR` of this fixture's commands.
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.base.join("runtime")
     }
 
     /// Runs the probe under the guard: `probe ARGS...`.
