@@ -105,9 +105,16 @@ impl Case {
     }
 
     fn session_command(&self, script: &str) -> Command {
+        self.session_command_with(&[], script)
+    }
+
+    /// [`Case::session_command`] with more options for `execguard run`.
+    fn session_command_with(&self, options: &[&std::ffi::OsStr], script: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
         self.who.apply(&mut c);
-        c.args(["run", "--profile", self.profile, "--workspace"])
+        c.arg("run")
+            .args(options)
+            .args(["--profile", self.profile, "--workspace"])
             .arg(&self.ws)
             .args(["--", "/bin/sh", "-c", script])
             .current_dir(&self.ws)
@@ -483,6 +490,34 @@ fn the_hand_back_never_follows_a_link_in_place_of_a_checkout() {
         assert!(
             !other.join(".git/execguard-quarantine").exists(),
             "[{}] the hand-back wrote in the operator's other repository: {err}",
+            c.label()
+        );
+    });
+}
+
+/// `execguard audit` shows each file the hand-back quarantined, and where it went.
+#[test]
+fn execguard_audit_shows_each_quarantine() {
+    each_case("audit", |c| {
+        c.repo(&c.ws);
+        let log = c.home.join("audit.jsonl");
+        let script = format!(
+            "{HOOK} > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo planted"
+        );
+        c.who.own(&c.base);
+        let mut with_log = c.session_command_with(&["--audit".as_ref(), log.as_os_str()], &script);
+        let err = c.planted(&with_log.output().unwrap());
+        let out = Command::new(env!("CARGO_BIN_EXE_execguard"))
+            .arg("audit")
+            .arg(&log)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let hook = c.ws.join(".git/hooks/pre-commit");
+        assert!(
+            text.contains("quarantined by the hand-back:")
+                && text.contains(&format!("{} -> ", hook.display())),
+            "[{}] {text}\nsession: {err}",
             c.label()
         );
     });

@@ -170,6 +170,7 @@ struct Summary {
     tool: String,
     reason: String,
     path: String,
+    target: String,
 }
 
 fn parse_record(bytes: &[u8]) -> Option<Summary> {
@@ -181,6 +182,7 @@ fn parse_record(bytes: &[u8]) -> Option<Summary> {
         tool: field("tool")?,
         reason: field("reason")?,
         path: field("path").unwrap_or_default(),
+        target: field("target").unwrap_or_default(),
     })
 }
 
@@ -302,6 +304,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("most denied:");
         for (p, n) in top.into_iter().take(args.top) {
             println!("  {n:>6}  {p}");
+        }
+    }
+    // Each file the hand-back quarantined (docs/handback.md), where it went.
+    let quarantined: Vec<&Summary> = t
+        .records
+        .iter()
+        .filter(|r| r.reason == "repository_quarantine")
+        .collect();
+    if !quarantined.is_empty() {
+        println!("quarantined by the hand-back:");
+        for r in quarantined {
+            if r.target == r.path {
+                println!("  {}", r.path);
+            } else {
+                println!("  {} -> {}", r.path, r.target);
+            }
         }
     }
     if t.fragments > 0 {

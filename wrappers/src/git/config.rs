@@ -182,6 +182,10 @@ pub fn classify_key(key: &str, value: Option<&str>, source: &str) -> Result<(), 
         )
         .with_hint("put the hook in .git/hooks instead")),
         ("tar", Some(_), "command") => refuse("runs an archive filter"),
+        // `git interpret-trailers`, `commit --trailer` (trailer.c); `gc`/`repack --cruft`
+        // (reachable.c).
+        ("trailer", Some(_), "cmd" | "command") => refuse("runs a command for a trailer"),
+        ("gc", None, "recentobjectshook") => refuse("runs a command"),
         ("pull", None, "twohead" | "octopus")
             if value.is_some_and(|v| {
                 v.split_ascii_whitespace()

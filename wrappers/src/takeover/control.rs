@@ -23,9 +23,9 @@
 //! `{difftool,mergetool,browser,man,guitool}.*.{cmd,path}`, `sendemail.*`, `imap.tunnel`,
 //! `submodule.*.update=!`, `init.templateDir`, `hook.*`, `tar.*.command`, `pull.twohead`,
 //! `pull.octopus`, `alias.*=!`, `include*.path`) and what it only neutralises (`core.pager`,
-//! `core.editor`, `core.askPass`, `pager.*`), and those a plain git outside the wrapper runs:
-//! `trailer.*.{cmd,command}` (`trailer.c`), `gc.recentObjectsHook` (`reachable.c`),
-//! `alias.*.command=!` (git 2.52's alias form), `instaweb.{httpd,browser,modulePath}`,
+//! `core.editor`, `core.askPass`, `pager.*`; `trailer.*.{cmd,command}` and
+//! `gc.recentObjectsHook` were found reading the docs for this list), and those a plain git
+//! outside the wrapper runs: `alias.*.command=!` (git 2.52's alias form), `instaweb.{httpd,browser,modulePath}`,
 //! `web.browser`, `man.viewer`, `{diff,merge}.{tool,guitool}` (name the program to start),
 //! `core.attributesFile` and `attr.tree` (choose the attributes that select drivers).
 //! A URL that names a local path in `remote.*.{url,pushurl}`, `submodule.*.url`,
@@ -56,8 +56,6 @@ pub fn runs_command_unwrapped(key: &str, value: Option<&str>) -> bool {
         ("core", false, "pager" | "editor" | "askpass" | "attributesfile") => true,
         // `pager.<cmd>` is a boolean or a pager command.
         ("pager", _, _) => !is_git_bool(value),
-        ("trailer", true, "cmd" | "command") => true,
-        ("gc", false, "recentobjectshook") => true,
         ("alias", true, "command") => shell(),
         ("instaweb", false, "httpd" | "browser" | "modulepath") => true,
         ("web", false, "browser") | ("man", false, "viewer") => true,
@@ -167,4 +165,110 @@ pub fn foreign_strategies(name: &str, text: &[u8]) -> Vec<String> {
 /// `import x` runs), matched by name.
 pub fn is_executable_cache(name: &[u8]) -> bool {
     name.ends_with(b".pyc") || name.ends_with(b".pyo")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The list read from git's documentation, key by key: each names a program git starts
+    /// (or, for URLs, a repository whose hooks run); ordinary keys stay.
+    #[test]
+    fn every_documented_command_key_and_local_url_is_caught() {
+        for (k, v) in [
+            ("core.fsmonitor", "./x"),
+            ("core.sshCommand", "x"),
+            ("core.editor", "x"),
+            ("core.pager", "x"),
+            ("core.hooksPath", ".husky"),
+            ("core.attributesFile", "x"),
+            ("sequence.editor", "x"),
+            ("diff.x.textconv", "x"),
+            ("diff.x.command", "x"),
+            ("filter.x.process", "x"),
+            ("merge.x.driver", "x"),
+            ("credential.helper", "/tmp/x"),
+            ("gpg.program", "x"),
+            ("gpg.ssh.program", "x"),
+            ("trailer.sign.cmd", "x"),
+            ("trailer.sign.command", "x"),
+            ("gc.recentObjectsHook", "x"),
+            ("alias.x.command", "!x"),
+            ("instaweb.httpd", "/tmp/x"),
+            ("man.viewer", "x"),
+            ("diff.tool", "x"),
+            ("attr.tree", "HEAD"),
+            ("hook.x.command", "x"),
+            ("uploadpack.packObjectsHook", "x"),
+        ] {
+            assert!(runs_command_unwrapped(k, Some(v)), "{k}");
+        }
+        for (k, v) in [
+            ("user.name", "x"),
+            ("remote.origin.url", "https://h/r"),
+            ("core.fsmonitor", "false"),
+            ("pager.log", "false"),
+            ("branch.main.merge", "refs/heads/main"),
+        ] {
+            assert!(!runs_command_unwrapped(k, Some(v)), "{k}");
+        }
+        for (k, v) in [
+            ("remote.o.url", "/srv/r.git"),
+            ("remote.o.pushurl", "file:///srv/r.git"),
+            ("remote.o.url", "../r"),
+            ("branch.main.pushRemote", "/tmp/up.git"),
+            ("branch.main.remote", "./up"),
+            ("remote.pushDefault", "~/up.git"),
+            ("submodule.s.url", "../s"),
+        ] {
+            assert!(names_local_repository(k, Some(v)).is_some(), "{k} = {v}");
+        }
+        assert!(names_local_repository("url./srv/r.insteadOf", Some("x:")).is_some());
+        for (k, v) in [
+            ("remote.o.url", "https://h/r"),
+            ("remote.o.url", "host:path/r"),
+            ("remote.o.url", "ssh://h/r"),
+            ("branch.main.remote", "origin"),
+            ("branch.main.pushRemote", "origin"),
+        ] {
+            assert!(names_local_repository(k, Some(v)).is_none(), "{k} = {v}");
+        }
+    }
+
+    #[test]
+    fn todo_exec_lines_strategies_and_caches() {
+        assert_eq!(
+            todo_exec_lines(
+                b"pick a
+  x make
+exec  ls
+execute
+"
+            )
+            .len(),
+            2
+        );
+        assert!(foreign_strategies(
+            "strategy", b"ort
+"
+        )
+        .is_empty());
+        assert_eq!(
+            foreign_strategies(
+                "strategy", b"evil
+"
+            ),
+            ["evil"]
+        );
+        assert_eq!(
+            foreign_strategies(
+                "opts",
+                b"[options]
+	strategy = evil
+"
+            ),
+            ["evil"]
+        );
+        assert!(is_executable_cache(b"util.cpython-311.pyc") && !is_executable_cache(b"u.py"));
+    }
 }

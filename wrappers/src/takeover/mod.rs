@@ -218,10 +218,10 @@ fn workspace_quarantine(workspace: &Path, stamp: &str) -> std::io::Result<PathBu
 fn undo_redirections(
     handback: &Handback,
     workspace: &Path,
+    found: &scan::Found,
     stamp: &str,
     out: &mut Vec<Quarantined>,
 ) {
-    let found = scan::scan(workspace);
     let mut places: Vec<PathBuf> = found.dotgits.clone();
     for s in &handback.snapshots {
         if s.work_tree.is_some() && s.git_dir.file_name().is_some_and(|n| n == ".git") {
@@ -372,8 +372,12 @@ fn audit(log: &Path, tool: &str, profile: execguard_policy::Profile, q: &Quarant
 pub fn hand_back(handback: &Handback, workspace: &Path, home: Option<&Path>) -> Vec<Quarantined> {
     let stamp = stamp();
     let mut list = Vec::new();
-    undo_redirections(handback, workspace, &stamp, &mut list);
-    let found = scan::scan(workspace);
+    let mut found = scan::scan(workspace);
+    undo_redirections(handback, workspace, &found, &stamp, &mut list);
+    if !list.is_empty() {
+        // A git dir came back, or a `.git` entry went: the workspace as it is now.
+        found = scan::scan(workspace);
+    }
     let reach = snapshot::Reach {
         workspace,
         home,

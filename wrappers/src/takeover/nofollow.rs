@@ -78,6 +78,21 @@ pub(crate) fn list(p: &Path) -> Vec<(PathBuf, fs::FileType)> {
     }
 }
 
+/// The entry names of the directory `p` with their types (`d_type`), or `None` when it is no
+/// directory reached with no link on the way.
+pub(crate) fn entries(p: &Path) -> Option<Vec<(std::ffi::OsString, fs::FileType)>> {
+    if !is_dir(p) {
+        return None;
+    }
+    Some(
+        fs::read_dir(p)
+            .ok()?
+            .flatten()
+            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+            .collect(),
+    )
+}
+
 /// The directory of `p`, opened with no link on the way, and `p`'s name in it.
 pub(crate) fn open_parent(p: &Path) -> io::Result<(OwnedFd, CString)> {
     let (Some(dir), Some(name)) = (p.parent(), p.file_name()) else {

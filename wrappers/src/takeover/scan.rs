@@ -52,6 +52,21 @@ fn looks_like_git_dir(names: &[(PathBuf, std::fs::FileType)]) -> bool {
     has("HEAD", false) && has("objects", true) && has("refs", true)
 }
 
+/// [`looks_like_git_dir`] by entry names.
+fn looks_like_git_dir_names(names: &[(std::ffi::OsString, std::fs::FileType)]) -> bool {
+    let has = |n: &str, dir: bool| {
+        names.iter().any(|(f, t)| {
+            f == n
+                && if dir {
+                    t.is_dir()
+                } else {
+                    t.is_file() || t.is_symlink()
+                }
+        })
+    };
+    has("HEAD", false) && has("objects", true) && has("refs", true)
+}
+
 /// Every repository in `workspace` (and the one it is in), with the git dirs kept in each
 /// (`modules/<name>`, where a name may hold `/`, and `worktrees/<id>`).
 pub(crate) fn scan(workspace: &Path) -> Found {
@@ -67,8 +82,11 @@ pub(crate) fn scan(workspace: &Path) -> Found {
     }
     let mut dirs = vec![(workspace.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = dirs.pop() {
-        let names = nofollow::list(&dir);
-        if looks_like_git_dir(&names) {
+        // Entry names first, paths only for what is looked at again: most are plain files.
+        let Some(entries) = nofollow::entries(&dir) else {
+            continue;
+        };
+        if looks_like_git_dir_names(&entries) {
             found.add(GitDir {
                 git_dir: dir.clone(),
                 common_dir: dir.clone(),
@@ -77,9 +95,9 @@ pub(crate) fn scan(workspace: &Path) -> Found {
             kept_git_dirs(&dir, &mut found);
             continue;
         }
-        for (p, t) in names {
-            let name = p.file_name().unwrap_or_default();
+        for (name, t) in entries {
             if name == ".git" {
+                let p = dir.join(&name);
                 if t.is_dir() {
                     let sub = nofollow::list(&p);
                     if looks_like_git_dir(&sub) {
@@ -95,10 +113,10 @@ pub(crate) fn scan(workspace: &Path) -> Found {
                 }
             } else if t.is_dir() {
                 if depth < MAX_DEPTH {
-                    dirs.push((p, depth + 1));
+                    dirs.push((dir.join(&name), depth + 1));
                 }
             } else if t.is_file() && is_executable_cache(name.as_bytes()) {
-                found.caches.push(p);
+                found.caches.push(dir.join(&name));
             }
         }
     }
