@@ -233,8 +233,13 @@ pub(crate) struct Reach<'a> {
 }
 
 /// Was the repository at `p` (a work tree or a bare git dir) made or changed since `started`:
-/// its git dir, or its hooks directory or a hook in it?
+/// its git dir, or its hooks directory or a hook in it? A path that is no directory the
+/// operator can see counts too: it may be one the session made where only it sees it (its
+/// home layer, which may be handed back later).
 fn changed_since(p: &Path, started: (i64, i64)) -> bool {
+    if !nofollow::is_dir(p) {
+        return true;
+    }
     let git_dir = if nofollow::is_dir(&p.join(".git")) {
         p.join(".git")
     } else {
@@ -514,7 +519,7 @@ fn judge(
                 }
                 let target = resolve_local(&path, base, reach.home);
                 if !target.starts_with(reach.workspace) && changed_since(&target, reach.started) {
-                    added.push(format!("{} = {} (a local repository outside the workspace, made or changed during the session)", e.key, target.display()));
+                    added.push(format!("{} = {} (a local repository outside the workspace, made or changed during the session, or not there)", e.key, target.display()));
                 }
             }
             (!added.is_empty()).then(|| {
