@@ -1514,7 +1514,15 @@ fn what_a_strict_session_plants_in_the_repository_is_quarantined_when_it_ends() 
             who.label()
         );
 
-        // Ordinary work only: nothing is quarantined, the config change stays.
+        // Ordinary work only: nothing is quarantined, the config change stays. The local
+        // remote is a repository that was there before the session (one the session made, or
+        // none at all, is undone: the hand-back's local-URL rule).
+        let st = Command::new(DEBIAN_GIT)
+            .args(["init", "-q", "--bare"])
+            .arg(s.root.join("other"))
+            .status()
+            .unwrap();
+        assert!(st.success());
         let out = run_script_audited(
             &s,
             "git remote add other ../other && git config user.name Someone",
