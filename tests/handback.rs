@@ -396,12 +396,14 @@ fn an_executable_cache_the_session_wrote_is_removed() {
 fn two_sessions_in_one_repository_never_restore_each_others_quarantine() {
     each_case("two", |c| {
         c.repo(&c.ws);
-        // In `HOME`: the sessions write there.
+        // In the workspace, the one place a session shares with the operator (its `HOME` is
+        // a layer of its own: what it writes there is not seen outside, nor what the test
+        // writes into the real home after the session looked).
         let (ready, go, b_started, done) = (
-            c.home.join("a-ready"),
-            c.home.join("go"),
-            c.home.join("b-started"),
-            c.home.join("b-done"),
+            c.ws.join("a-ready"),
+            c.ws.join("go"),
+            c.ws.join("b-started"),
+            c.ws.join("b-done"),
         );
         let a = format!(
             "{HOOK} > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && touch '{ready}' && \
