@@ -179,6 +179,8 @@ fn start(mut prepared: Prepared) -> i32 {
         // Not swept in the image yet (issue 28: the host's `execguard run` is).
         clear_privileges: None,
         remove_temp: None,
+        // The container's network is Docker's (`--network`), the image's to choose.
+        network: None,
     };
     let supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,

@@ -20,6 +20,7 @@
 //! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
 //! | [`privileges`] | the supervisor's sweep at the end: setuid/setgid bits and file capabilities the session left in the workspace, cleared and recorded |
 //! | [`world`] | the session's own world: its home layer, temp and runtime dirs, the outside's sockets hidden; `execguard home` |
+//! | [`network`] | the session's own network, served by the supervisor: the proxy that refuses the host, the declared host ports |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
 //!
 //! Support for every step: [`paths`] (canonical names, resolved once per process) and
@@ -32,6 +33,7 @@ pub mod handback;
 pub mod inherited;
 pub mod input;
 pub mod launch;
+pub mod network;
 pub mod paths;
 pub mod policy_text;
 pub mod preflight;

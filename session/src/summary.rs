@@ -207,6 +207,9 @@ fn way_forward(tool: &str, reason: &str, profile: Option<&str>) -> String {
     if let Some(r) = execguard_policy::Reason::from_code(reason) {
         return r.way_forward(profile).to_string();
     }
+    if tool == "network" && reason == crate::network::REFUSED {
+        return crate::network::WAY_FORWARD.to_string();
+    }
     if let Some(r) = execguard_wrappers::Reason::ALL
         .iter()
         .find(|r| r.as_str() == reason)

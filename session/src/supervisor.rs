@@ -30,6 +30,18 @@ pub struct Duties {
     pub clear_privileges: Option<crate::privileges::Sweep>,
     /// Remove the session's own temp dir ([`crate::session_temp`]).
     pub remove_temp: Option<crate::session_temp::SessionTemp>,
+    /// Serve the session's own network while it runs ([`crate::network`]): its listeners
+    /// arrive over a channel made at the fork.
+    pub network: Option<crate::network::Network>,
+}
+
+/// The session's ends of the channels made at the fork.
+#[derive(Debug, Default)]
+pub struct SessionEnds {
+    /// The carry channel's ([`Duties::carry_back`]).
+    pub carry: Option<OwnedFd>,
+    /// Where the seal sends the network's listeners ([`Duties::network`]).
+    pub network: Option<OwnedFd>,
 }
 
 /// A step of the supervisor that failed.
@@ -63,17 +75,29 @@ impl Supervisor {
         })
     }
 
-    /// The host chain: forks. The child returns, becomes the session, with its end of the
-    /// carry channel when the supervisor carries back; this process supervises it and exits
-    /// with its status, never returning.
+    /// The host chain: forks. The child returns, becomes the session, with its ends of the
+    /// carry and network channels when the supervisor has those duties; this process
+    /// supervises it and exits with its status, never returning.
     ///
     /// # Safety
     /// The caller is single-threaded (the child goes on running Rust code).
-    pub unsafe fn fork_session(mut self) -> Result<Option<OwnedFd>, SupervisorError> {
+    pub unsafe fn fork_session(mut self) -> Result<SessionEnds, SupervisorError> {
         let channel = if self.duties.carry_back {
             Some(crate::carry::channel().map_err(SupervisorError::Channel)?)
         } else {
             None
+        };
+        let network = match self.duties.network.take() {
+            Some(duty) => {
+                let (supervisor_end, session_end) =
+                    std::os::unix::net::UnixStream::pair().map_err(SupervisorError::Channel)?;
+                Some((
+                    duty,
+                    OwnedFd::from(supervisor_end),
+                    OwnedFd::from(session_end),
+                ))
+            }
+            None => None,
         };
         // SAFETY: the caller promises a single thread.
         let child = unsafe { self.init.fork() }.map_err(SupervisorError::Fork)?;
@@ -82,9 +106,17 @@ impl Supervisor {
             // (copy) the heap pages this child shares with the supervisor, just before its
             // exec drops them.
             std::mem::forget(self.duties.handback.take());
-            return Ok(channel.map(|(_, session_end)| session_end));
+            return Ok(SessionEnds {
+                carry: channel.map(|(_, session_end)| session_end),
+                network: network.map(|(_, _, session_end)| session_end),
+            });
         }
         self.carried = channel.map(|(supervisor_end, _)| supervisor_end);
+        // Threads from here on: the session's network is served beside the loop (the signal
+        // mask blocked at install holds for them too, so signals still reach the loop).
+        if let Some((duty, supervisor_end, _)) = network {
+            crate::network::serve(supervisor_end, duty);
+        }
         let code = self.wait(child);
         self.finish();
         std::process::exit(code)

@@ -493,8 +493,27 @@ pub fn observe() -> Vec<String> {
     out.push(format!(
         "  pathname sockets the kernel lists that are reachable here: {reachable}"
     ));
-    out.push("  network: the host's (no namespace of its own)".into());
+    out.push(network_seen());
     out
+}
+
+/// The network as this process sees it: a namespace of the session's own has `lo` alone.
+fn network_seen() -> String {
+    // /proc/self/net is this process's namespace's (/sys/class/net is the mounter's).
+    let names: std::collections::BTreeSet<String> = std::fs::read_to_string("/proc/self/net/dev")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_string()))
+        .collect();
+    if names.len() == 1 && names.contains("lo") {
+        let proxy = std::env::var("HTTPS_PROXY").unwrap_or_default();
+        format!("  network: a namespace of its own (lo only); outbound through {proxy}")
+    } else {
+        format!(
+            "  network: the host's ({} interfaces; its loopback services reachable)",
+            names.len()
+        )
+    }
 }
 
 #[cfg(test)]

@@ -67,6 +67,12 @@ pub struct Args {
     /// Reduced world: the session can reach the sockets of the operator's processes
     #[arg(long)]
     allow_outside_sockets: bool,
+    /// Let the session reach the host's 127.0.0.1:N as its own 127.0.0.1:N (repeatable)
+    #[arg(long = "host-port", value_name = "N")]
+    host_port: Vec<u16>,
+    /// Reduced world: the session shares the host's network, its loopback services included
+    #[arg(long, conflicts_with = "host_port")]
+    allow_host_network: bool,
     /// Print the enforcement report on stderr before the command starts
     #[arg(short, long)]
     verbose: bool,
@@ -260,7 +266,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let partition =
         execguard_session::seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
     // The session's own world, decided before the supervisor forks.
-    let (world, world_reductions) = if host && policy.seal() {
+    let (mut world, mut world_reductions) = if host && policy.seal() {
         world::host_world(
             std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace())),
             world::keep(&policy, &partition, keep),
@@ -295,7 +301,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         _ => partition,
     };
-    let mut carry = None;
+    // The session's own network (docs/session.md), served by the supervisor.
+    let network = (host && policy.seal() && !args.allow_host_network).then(|| {
+        execguard_session::network::Network {
+            host_ports: args.host_port.clone(),
+            audit_log: policy
+                .audit_log()
+                .map(|l| PathBuf::from(std::ffi::OsStr::from_bytes(l))),
+            profile: Some(policy.profile()),
+        }
+    });
+    if host && policy.seal() && args.allow_host_network {
+        eprintln!("execguard: notice: reduced world (--allow-host-network): the session shares the host's network, its loopback services included");
+        world_reductions.push(execguard_policy::Reduction::HostNetwork);
+    }
+    let mut ends = execguard_session::supervisor::SessionEnds::default();
     // The one line that says which sessions are supervised (the others need no duty).
     let supervised = host;
     if supervised {
@@ -319,11 +339,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 log.map(std::path::Path::to_path_buf),
             )),
             remove_temp: temp.clone(),
+            network,
         };
         let supervisor = Supervisor::install(Stand::Beside, duties)?;
         // SAFETY: `execguard run` is single-threaded here.
-        carry = unsafe { supervisor.fork_session() }?;
+        ends = unsafe { supervisor.fork_session() }?;
     }
+    if let Some(channel) = &ends.network {
+        use std::os::fd::AsRawFd;
+        world.network = Some(execguard_seal::network::NetworkPlan {
+            channel: channel.as_raw_fd(),
+            host_ports: args.host_port.clone(),
+        });
+    }
+    let carry = ends.carry;
     // The image's entrypoint seals its sessions itself: only host sessions are sealed here.
     if host && policy.seal() {
         // Last step before exec: this process is single-threaded here, and the seal follows it
@@ -336,12 +365,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
             execguard_seal::SealError::World { .. } => anyhow::anyhow!(
                 "{e}; fix the cause, or run a reduced world (--allow-shared-home, --allow-shared-temp, --allow-outside-sockets)"
             ),
+            execguard_seal::SealError::Network { .. } => anyhow::anyhow!(
+                "{e}; this kernel gives the session no network of its own: run with --allow-host-network to share the host's (its loopback services included)"
+            ),
             e => anyhow::anyhow!("{e}"),
         })?;
         report
             .assurance
             .reductions
             .extend(world_reductions.iter().copied());
+        drop(ends.network);
+        let proxy = report
+            .namespace
+            .as_ref()
+            .and_then(|ns| ns.world.as_ref())
+            .and_then(|w| w.network.as_ref());
+        if let Some(net) = proxy {
+            execguard_session::network::apply_env(&mut env, net.proxy_port);
+        }
         if args.verbose {
             for line in report.lines() {
                 eprintln!("execguard: {line}");

@@ -43,11 +43,14 @@ pub enum Reduction {
     SharedTemp,
     /// The session can reach the sockets of processes outside it (`--allow-outside-sockets`).
     OutsideSockets,
+    /// The session shares the host's network, its loopback services included
+    /// (`--allow-host-network`).
+    HostNetwork,
 }
 
 impl Reduction {
     /// Every reduction, for parsing, documentation and tests.
-    pub const ALL: [Reduction; 18] = [
+    pub const ALL: [Reduction; 19] = [
         Self::Profile(Profile::Development),
         Self::Profile(Profile::Build),
         Self::Profile(Profile::Breakglass),
@@ -66,6 +69,7 @@ impl Reduction {
         Self::SharedHome,
         Self::SharedTemp,
         Self::OutsideSockets,
+        Self::HostNetwork,
     ];
 
     /// The stable name. (The container's names were kebab-case before the seal's existed,
@@ -88,6 +92,7 @@ impl Reduction {
             Self::SharedHome => "shared_home",
             Self::SharedTemp => "shared_temp",
             Self::OutsideSockets => "outside_sockets",
+            Self::HostNetwork => "host_network",
         }
     }
 

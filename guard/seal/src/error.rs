@@ -27,6 +27,8 @@ pub enum SealError {
     AliasUnresolved { why: String },
     /// A part of the session's own world ([`crate::world`]) could not be made.
     World { detail: String },
+    /// The session's own network ([`crate::network`]) could not be made.
+    Network { detail: String },
 }
 
 impl SealError {
@@ -44,6 +46,7 @@ impl SealError {
             SealError::ExecDirAliased { .. } => "exec_dir_aliased",
             SealError::AliasUnresolved { .. } => "write_set_aliased",
             SealError::World { .. } => "world_unavailable",
+            SealError::Network { .. } => "network_unavailable",
         }
     }
 }
@@ -84,6 +87,10 @@ impl std::fmt::Display for SealError {
             SealError::World { detail } => write!(
                 f,
                 "{code}: the session's own world could not be made: {detail}"
+            ),
+            SealError::Network { detail } => write!(
+                f,
+                "{code}: the session's own network could not be made: {detail}"
             ),
             SealError::AliasUnresolved { why } => write!(
                 f,

@@ -34,6 +34,7 @@ mod landlock;
 mod mount_calls;
 pub mod mountinfo;
 pub mod namespace;
+pub mod network;
 mod partition;
 pub mod report;
 pub mod seccomp;
@@ -117,9 +118,11 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
     let (namespace, failure) = match tried {
         None => (None, None),
         Some(Ok((namespace, failed))) => (Some(namespace), failed),
-        Some(Err(e @ (SealError::NamespaceUnfinished { .. } | SealError::World { .. }))) => {
-            return Err(e)
-        }
+        Some(Err(
+            e @ (SealError::NamespaceUnfinished { .. }
+            | SealError::World { .. }
+            | SealError::Network { .. }),
+        )) => return Err(e),
         Some(Err(e)) => (None, Some(e)),
     };
     let made = namespace.is_some() && failure.is_none();

@@ -147,10 +147,17 @@ pub fn isolate(
     let cwd = std::env::current_dir().ok();
     let kind = enter()?;
     // The world first: the partition's binds then make all of it noexec like the rest.
-    let world = world
+    let report = world
         .filter(|w| !w.is_empty())
         .map(crate::world::build)
         .transpose()?;
+    // The network after it: the sockets to hide are read from `/proc/net/unix`, which lists
+    // those of the reader's network namespace only (a new one has none).
+    let network = world
+        .and_then(|w| w.network.as_ref())
+        .map(crate::network::make)
+        .transpose()?;
+    let world = report.map(|w| crate::world::WorldReport { network, ..w });
     let (mut noexec, mut read_only, mut table) = (Vec::new(), Vec::new(), None);
     let failed = bind_partition(partition, &mut noexec, &mut read_only, &mut table).err();
     if let Some(cwd) = cwd {

@@ -303,6 +303,17 @@ pub fn world_lines(world: Option<&crate::world::WorldReport>) -> Vec<String> {
             list(&w.hidden_sockets),
             list(&w.shared_sockets)
         ),
-        "world: network: the host's (no namespace of its own yet)".into(),
+        match &w.network {
+            Some(n) => format!(
+                "world: network: a namespace of its own (lo only); outbound through the supervisor's proxy on 127.0.0.1:{} (host loopback, link-local and the host's own addresses refused); host ports: {}",
+                n.proxy_port,
+                if n.host_ports.is_empty() {
+                    "none".to_string()
+                } else {
+                    n.host_ports.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
+                }
+            ),
+            None => "world: network: the host's (--allow-host-network)".into(),
+        },
     ]
 }

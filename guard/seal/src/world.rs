@@ -74,11 +74,13 @@ pub struct World {
     /// Hide the outside's pathname sockets, except the paths listed.
     pub hide_sockets: bool,
     pub share_sockets: Vec<PathBuf>,
+    /// A network namespace of its own ([`crate::network`]); `None`: the host's network.
+    pub network: Option<crate::network::NetworkPlan>,
 }
 
 impl World {
     pub fn is_empty(&self) -> bool {
-        self.home.is_none() && self.temp.is_empty() && !self.hide_sockets
+        self.home.is_none() && self.temp.is_empty() && !self.hide_sockets && self.network.is_none()
     }
 }
 
@@ -95,6 +97,8 @@ pub struct WorldReport {
     /// Sockets of outside processes hidden, and those declared shared.
     pub hidden_sockets: Vec<PathBuf>,
     pub shared_sockets: Vec<PathBuf>,
+    /// The session's own network, or absent: the host's.
+    pub network: Option<crate::network::NetworkReport>,
 }
 
 fn world_err(step: &str, p: &Path, e: std::io::Error) -> SealError {

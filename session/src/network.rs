@@ -1,0 +1,409 @@
+//! The supervisor's side of the session's own network (docs/session.md, *Network*): the
+//! listeners the seal bound inside the session's network namespace
+//! ([`execguard_seal::network`]) arrive here, outside it, and are served on threads of their
+//! own while the supervisor's loop waits for the session:
+//!
+//! - an HTTP proxy (`CONNECT host:port` for https and any TCP; an absolute-URI request for
+//!   plain http), the session's `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`. Each name is resolved
+//!   once, here, and only an address that passed the check is connected to (no DNS
+//!   rebinding): the host's loopback, link-local addresses (cloud metadata among them), the
+//!   unspecified and multicast addresses, and every address of the host's own interfaces
+//!   are refused. Each refusal is answered `403` with its reason, said on stderr once per
+//!   destination, and recorded in the audit log;
+//! - for each `--host-port N`, a listener on the session's `127.0.0.1:N` forwarded to the
+//!   host's `127.0.0.1:N`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The stable reason code of a destination the proxy refuses.
+pub const REFUSED: &str = "network_refused";
+/// What to do about [`REFUSED`].
+pub const WAY_FORWARD: &str = "to proceed: declare a port of the host's loopback with --host-port N (the session reaches it as its own 127.0.0.1:N), or run with --allow-host-network";
+
+/// The network duty: what the supervisor serves for the session.
+#[derive(Clone, Debug, Default)]
+pub struct Network {
+    pub host_ports: Vec<u16>,
+    /// Where refusals are recorded.
+    pub audit_log: Option<PathBuf>,
+    pub profile: Option<execguard_policy::Profile>,
+}
+
+/// The session's proxy variables for `port`; `NO_PROXY` goes (a name in it would be tried
+/// directly, and nothing is reachable directly).
+pub fn apply_env(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>, port: u16) {
+    const NAMES: [&str; 8] = [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ];
+    env.retain(|(k, _)| !NAMES.iter().any(|n| k == n));
+    let url = format!("http://127.0.0.1:{port}");
+    for name in &NAMES[..6] {
+        env.push((name.into(), url.clone().into()));
+    }
+}
+
+/// Why `ip` is refused, or `None`.
+pub fn refusal(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    let link_local = match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
+    };
+    let broadcast = matches!(ip, IpAddr::V4(v4) if v4.is_broadcast());
+    if ip.is_loopback() {
+        Some("the host's loopback")
+    } else if ip.is_unspecified() {
+        Some("the unspecified address (the host itself)")
+    } else if link_local {
+        Some("a link-local address")
+    } else if ip.is_multicast() || broadcast {
+        Some("a multicast or broadcast address")
+    } else if own.contains(&ip) {
+        Some("an address of the host's own")
+    } else {
+        None
+    }
+}
+
+/// The addresses of the host's interfaces, now.
+fn own_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head into `head`, freed below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut at = head;
+    while !at.is_null() {
+        // SAFETY: `at` is a node of the list getifaddrs returned, live until freeifaddrs; its
+        // address, when set, is a sockaddr of the family it names.
+        unsafe {
+            let addr = (*at).ifa_addr;
+            if !addr.is_null() {
+                match (*addr).sa_family as libc::c_int {
+                    libc::AF_INET => {
+                        let a = &*(addr as *const libc::sockaddr_in);
+                        out.push(IpAddr::from(u32::from_be(a.sin_addr.s_addr).to_be_bytes()));
+                    }
+                    libc::AF_INET6 => {
+                        let a = &*(addr as *const libc::sockaddr_in6);
+                        out.push(IpAddr::from(a.sin6_addr.s6_addr));
+                    }
+                    _ => {}
+                }
+            }
+            at = (*at).ifa_next;
+        }
+    }
+    // SAFETY: frees the list getifaddrs made, once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
+/// What the proxy threads share: who has been told of which refusal.
+struct Shared {
+    duty: Network,
+    told: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn refuse(&self, dest: &str, why: &str) {
+        let mut told = self.told.lock().unwrap_or_else(|e| e.into_inner());
+        if told.iter().any(|d| d == dest) {
+            return;
+        }
+        told.push(dest.to_string());
+        drop(told);
+        eprintln!("execguard: {REFUSED}: {dest} is {why}: {WAY_FORWARD}");
+        if let Some(log) = &self.duty.audit_log {
+            use std::os::unix::ffi::OsStrExt;
+            let path = format!("{dest} ({why})");
+            let record = execguard_os::audit::stamp(
+                "network",
+                "connect",
+                execguard_policy::audit::Decision::Deny,
+                REFUSED,
+                self.duty.profile,
+                path.as_bytes(),
+                dest.as_bytes(),
+            );
+            let _ = execguard_os::audit::append(log.as_os_str().as_bytes(), &record);
+        }
+    }
+}
+
+/// Receives the listeners over `channel` (the proxy's first, then one per host port, as
+/// [`execguard_seal::network::make`] sends them) and serves them on threads. Returns at once;
+/// a session that sealed no network sends none, and nothing is served.
+pub fn serve(channel: OwnedFd, duty: Network) {
+    std::thread::spawn(move || {
+        let Ok(fds) =
+            execguard_seal::network::receive_fds(channel.as_raw_fd(), 1 + duty.host_ports.len())
+        else {
+            return;
+        };
+        drop(channel);
+        let mut fds = fds.into_iter();
+        let Some(proxy) = fds.next() else {
+            return;
+        };
+        let ports = duty.host_ports.clone();
+        let shared = Arc::new(Shared {
+            duty,
+            told: Mutex::new(Vec::new()),
+        });
+        for (fd, port) in fds.zip(ports) {
+            let listener = TcpListener::from(fd);
+            std::thread::spawn(move || {
+                for inside in listener.incoming().flatten() {
+                    std::thread::spawn(move || {
+                        if let Ok(outside) =
+                            TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, port))
+                        {
+                            splice(inside, outside);
+                        }
+                    });
+                }
+            });
+        }
+        let listener = TcpListener::from(proxy);
+        for inside in listener.incoming().flatten() {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let _ = proxy_one(inside, &shared);
+            });
+        }
+    });
+}
+
+/// Copies both ways until each side has ended.
+fn splice(a: TcpStream, b: TcpStream) {
+    let (Ok(mut a2), Ok(mut b2)) = (a.try_clone(), b.try_clone()) else {
+        return;
+    };
+    let back = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut b2, &mut a2);
+        let _ = a2.shutdown(Shutdown::Write);
+    });
+    let (mut a, mut b) = (a, b);
+    let _ = std::io::copy(&mut a, &mut b);
+    let _ = b.shutdown(Shutdown::Write);
+    let _ = back.join();
+}
+
+fn answer(s: &mut TcpStream, status: &str, text: &str) -> std::io::Result<()> {
+    write!(
+        s,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}\n",
+        text.len() + 1
+    )
+}
+
+/// One proxy connection: the request's head, the check, the connection, then bytes both ways.
+fn proxy_one(inside: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    let mut reader = BufReader::new(inside.try_clone()?);
+    let mut line = String::new();
+    // A request line of more than 8 KiB is no client's.
+    reader.by_ref().take(8192).read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let (method, target, version) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("HTTP/1.1"),
+    );
+    let mut head = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.by_ref().take(8192).read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+        head.push(h);
+        if head.len() > 200 {
+            break;
+        }
+    }
+    let mut out = inside;
+    let (host, port, rest) = if method.eq_ignore_ascii_case("CONNECT") {
+        match split_host_port(target, 443) {
+            Some((h, p)) => (h, p, None),
+            None => return answer(&mut out, "400 Bad Request", "execguard: CONNECT host:port"),
+        }
+    } else if let Some(after) = target.strip_prefix("http://") {
+        let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
+        match split_host_port(authority, 80) {
+            Some((h, p)) => (h, p, Some(if path.is_empty() { "/" } else { path })),
+            None => return answer(&mut out, "400 Bad Request", "execguard: bad URL"),
+        }
+    } else {
+        return answer(
+            &mut out,
+            "400 Bad Request",
+            "execguard: the session's proxy takes CONNECT host:port or an http:// URL",
+        );
+    };
+    let dest = format!("{host}:{port}");
+    let addrs: Vec<SocketAddr> = match (host.as_str(), port).to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(e) => {
+            return answer(
+                &mut out,
+                "502 Bad Gateway",
+                &format!("execguard: {dest}: {e}"),
+            )
+        }
+    };
+    let own = own_addresses();
+    let mut why = None;
+    let allowed: Vec<SocketAddr> = addrs
+        .into_iter()
+        .filter(|a| match refusal(a.ip(), &own) {
+            // A declared host port is the session's through the proxy too.
+            Some(_) if a.ip().is_loopback() && shared.duty.host_ports.contains(&port) => true,
+            Some(w) => {
+                why = why.or(Some(w));
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if allowed.is_empty() {
+        let why = why.unwrap_or("not resolved");
+        shared.refuse(&dest, why);
+        return answer(
+            &mut out,
+            "403 Forbidden",
+            &format!("execguard: {REFUSED}: {dest} is {why}: {WAY_FORWARD}"),
+        );
+    }
+    // Only what was checked is connected to.
+    let upstream = match TcpStream::connect(&allowed[..]) {
+        Ok(s) => s,
+        Err(e) => {
+            return answer(
+                &mut out,
+                "502 Bad Gateway",
+                &format!("execguard: {dest}: {e}"),
+            )
+        }
+    };
+    let mut up = upstream;
+    match rest {
+        None => out.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?,
+        Some(path) => {
+            let mut req = format!("{method} {path} {version}\r\n");
+            for h in &head {
+                let name = h.split(':').next().unwrap_or("").trim();
+                if name.eq_ignore_ascii_case("proxy-connection")
+                    || name.eq_ignore_ascii_case("proxy-authorization")
+                {
+                    continue;
+                }
+                req.push_str(h);
+            }
+            req.push_str("\r\n");
+            up.write_all(req.as_bytes())?;
+        }
+    }
+    // What the client sent beyond the head (a body's start, TLS's first bytes) goes first.
+    let early = reader.buffer().to_vec();
+    if !early.is_empty() {
+        up.write_all(&early)?;
+    }
+    splice(out, up);
+    Ok(())
+}
+
+/// `host:port`, `[v6]:port` or `host` (the default port).
+fn split_host_port(s: &str, default: u16) -> Option<(String, u16)> {
+    if let Some(v6) = s.strip_prefix('[') {
+        let (h, rest) = v6.split_once(']')?;
+        let port = match rest.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None if rest.is_empty() => default,
+            None => return None,
+        };
+        return Some((h.to_string(), port));
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() => Some((h.to_string(), p.parse().ok()?)),
+        Some(_) => None,
+        None if !s.is_empty() => Some((s.to_string(), default)),
+        None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_and_its_neighbours_are_refused_the_internet_is_not() {
+        let own: Vec<IpAddr> = vec!["10.1.2.3".parse().unwrap()];
+        for refused in [
+            "127.0.0.1",
+            "127.1.2.3",
+            "::1",
+            "::ffff:127.0.0.1",
+            "0.0.0.0",
+            "::",
+            "169.254.169.254",
+            "fe80::1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "10.1.2.3",
+            "::ffff:10.1.2.3",
+        ] {
+            assert!(
+                refusal(refused.parse().unwrap(), &own).is_some(),
+                "{refused}"
+            );
+        }
+        for allowed in ["104.16.0.1", "2606:4700::1", "10.1.2.4"] {
+            assert_eq!(refusal(allowed.parse().unwrap(), &own), None, "{allowed}");
+        }
+    }
+
+    #[test]
+    fn targets_name_a_host_and_a_port() {
+        assert_eq!(
+            split_host_port("registry.npmjs.org:443", 1),
+            Some(("registry.npmjs.org".into(), 443))
+        );
+        assert_eq!(split_host_port("[::1]:22", 1), Some(("::1".into(), 22)));
+        assert_eq!(
+            split_host_port("example.org", 80),
+            Some(("example.org".into(), 80))
+        );
+        assert_eq!(split_host_port(":80", 80), None);
+        assert_eq!(split_host_port("h:x", 80), None);
+    }
+
+    #[test]
+    fn the_proxy_variables_replace_the_operators_and_no_proxy_goes() {
+        let mut env = vec![
+            ("NO_PROXY".into(), "registry.npmjs.org".into()),
+            ("https_proxy".into(), "http://corp:8080".into()),
+            ("PATH".into(), "/bin".into()),
+        ];
+        apply_env(&mut env, 4242);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("https_proxy"), Some("http://127.0.0.1:4242".into()));
+        assert_eq!(get("ALL_PROXY"), Some("http://127.0.0.1:4242".into()));
+        assert_eq!(get("NO_PROXY"), None);
+        assert_eq!(get("PATH"), Some("/bin".into()));
+    }
+}
