@@ -4,7 +4,8 @@
 //! person sees that says the way forward (the guard's line, or the end-of-session summary
 //! when a build tool swallowed its child's stderr). Go's own test and run binaries are the
 //! exception the start line names: static programs get the kernel's bare "permission denied"
-//! under strict; under development they run from the session's own temp dir.
+//! under strict; under development they run from the session's own temp dir, and a scratch
+//! program from the session's own `/tmp`.
 
 mod support;
 
@@ -114,6 +115,19 @@ fn stacks() -> Vec<Stack> {
             script: "git init -q . && go test . && go run .",
             works: "hello from go",
             kernel_only_in_strict: true,
+        },
+        Stack {
+            name: "scratch-in-tmp",
+            needs: "/usr/bin/cc",
+            files: &[(
+                "scratch.c",
+                "#include <stdio.h>\nint main(void) { puts(\"scratch ran\"); return 0; }\n",
+            )],
+            // The literal /tmp and /var/tmp, as a script that hard-codes them builds there: the
+            // session's own (a fresh tmpfs each, gone with it), not $TMPDIR.
+            script: "cc -o /tmp/scratch scratch.c && /tmp/scratch && cc -o /var/tmp/scratch scratch.c && /var/tmp/scratch",
+            works: "scratch ran\nscratch ran",
+            kernel_only_in_strict: false,
         },
         Stack {
             name: "make-test",

@@ -148,16 +148,20 @@ fn doctor_inside_a_session_reports_what_the_kernel_enforces() {
             for m in mounts {
                 let point = m["mount_point"].as_str().unwrap_or_default();
                 let in_ws = point == s(&ws);
-                // The session's own temp dir (`<runtime dir>/tmp/<pid>`, issue 30).
-                let in_temp = point.contains("/execguard")
+                // The session's own temp dir (`<runtime dir>/tmp/<pid>`, issue 30), and its own
+                // `/tmp` and `/var/tmp` themselves (not the operator's real objects kept
+                // inside them: the audit log).
+                let in_temp = (point.contains("/execguard")
                     && Path::new(point)
                         .parent()
-                        .is_some_and(|p| p.ends_with("tmp"));
+                        .is_some_and(|p| p.ends_with("tmp")))
+                    || point == "/tmp"
+                    || point == "/var/tmp";
                 // The workspace's home layer (its installs run in development and build).
                 // (not the layers' store the world hides under a noexec tmpfs).
                 let in_home = Path::new(point).starts_with(&home)
                     && !point.ends_with("/.local/state/execguard/homes");
-                // The build profile's workspace, temp dir and home layer keep exec (both
+                // The build profile's workspace, temp dirs and home layer keep exec (both
                 // rights); all else is noexec.
                 let want = !((in_ws || in_temp || in_home) && profile == "build");
                 assert_eq!(m["noexec"], want, "[{label} {profile}] {m}");

@@ -25,6 +25,9 @@ pub struct WorldChoice {
     pub allow_outside_sockets: bool,
     /// Whether the home layer's programs may run in the workspace's sessions (issue 30).
     pub home_exec: LayerExec,
+    /// Whether the session's own `/tmp` and `/var/tmp` run what it builds there (issue 30:
+    /// `development`'s scratch programs; `/dev/shm` and the runtime dir stay `noexec`).
+    pub temp_exec: LayerExec,
 }
 
 /// Where the home layers are kept: `$XDG_STATE_HOME/execguard/homes` (an absolute
@@ -89,20 +92,33 @@ fn store_hidden(store: &Path) -> bool {
     st.f_type == libc::TMPFS_MAGIC && flags_read && vfs.f_flag & libc::ST_RDONLY != 0
 }
 
+/// The temp dirs of its own a session runs what it builds in when its profile runs written
+/// code (`development`, `build`: [`WorldChoice::temp_exec`]).
+pub const EXEC_TEMP: [&str; 2] = ["/tmp", "/var/tmp"];
+
 /// The temp and runtime dirs a session gets fresh: those that exist, by canonical name.
-fn temp_dirs() -> Vec<TempDir> {
+/// [`EXEC_TEMP`] run what the session builds there when `exec` says so.
+fn temp_dirs(exec: LayerExec) -> Vec<TempDir> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     let mut out: Vec<TempDir> = Vec::new();
-    for (p, mode) in [
-        (PathBuf::from("/tmp"), 0o1777),
-        (PathBuf::from("/var/tmp"), 0o1777),
-        (PathBuf::from("/dev/shm"), 0o1777),
-        (PathBuf::from(format!("/run/user/{uid}")), 0o700),
+    for (p, mode, exec) in [
+        (PathBuf::from(EXEC_TEMP[0]), 0o1777, exec),
+        (PathBuf::from(EXEC_TEMP[1]), 0o1777, exec),
+        (PathBuf::from("/dev/shm"), 0o1777, LayerExec::Noexec),
+        (
+            PathBuf::from(format!("/run/user/{uid}")),
+            0o700,
+            LayerExec::Noexec,
+        ),
     ] {
         if let Ok(c) = crate::paths::canonical(&p) {
             if c.is_dir() && !out.iter().any(|t| t.path == c) {
-                out.push(TempDir { path: c, mode });
+                out.push(TempDir {
+                    path: c,
+                    mode,
+                    exec,
+                });
             }
         }
     }
@@ -120,7 +136,7 @@ pub fn keep(
 ) -> Vec<PathBuf> {
     let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
     let home = crate::exec_dirs::home().and_then(|h| crate::paths::canonical(&h).ok());
-    let temp = temp_dirs();
+    let temp = temp_dirs(LayerExec::Noexec);
     let mut out: Vec<PathBuf> = vec![path(policy.workspace())];
     out.extend(policy.audit_log().map(path));
     out.extend(partition.write_set.iter().cloned());
@@ -207,7 +223,7 @@ pub fn host_world(
         eprintln!("execguard: notice: reduced world (--allow-shared-temp): the session shares /tmp, /var/tmp, /dev/shm and the runtime dir with the operator");
         reductions.push(Reduction::SharedTemp);
     } else {
-        world.temp = temp_dirs();
+        world.temp = temp_dirs(choice.temp_exec);
     }
     match home {
         // A nested session lives in the outer one's world, whose store it cannot see.
@@ -473,7 +489,7 @@ pub fn observe() -> Vec<String> {
         Some(h) => format!("  home: the operator's own {}", h.display()),
         None => "  home: none ($HOME unset)".into(),
     }];
-    let own: Vec<String> = temp_dirs()
+    let own: Vec<String> = temp_dirs(LayerExec::Noexec)
         .iter()
         .filter(|t| mount_at(&t.path).as_deref() == Some("tmpfs"))
         .map(|t| t.path.display().to_string())

@@ -46,9 +46,26 @@ fn status_field(name: &str) -> Option<String> {
 }
 
 fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) -> Observed {
+    // A development (or build) session's workspace and its own /tmp and /var/tmp run what it
+    // builds there: none of them can show that the kernel refuses written programs.
+    let runs_written_profile = matches!(
+        profile,
+        Some(execguard_policy::Profile::Development | execguard_policy::Profile::Build)
+    );
+    let own_exec_temp = |p: &Path| {
+        runs_written_profile
+            && execguard_session::world::EXEC_TEMP
+                .iter()
+                .any(|t| p == Path::new(t))
+    };
+    let runs_written = |p: &Path| {
+        own_exec_temp(p)
+            || (runs_written_profile && partition.both.iter().any(|b| p.starts_with(b)))
+    };
     let roots: Vec<String> = partition
         .write_set
         .iter()
+        .filter(|r| !runs_written(r))
         .map(|r| r.display().to_string())
         .collect();
     let exec_probe = seal_probe(&roots);
@@ -74,7 +91,9 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
         reductions.push(Reduction::NoSeccomp);
     }
     // A reduced profile's workspace keeps exec on purpose (its profile is the reduction).
-    let in_both = |m: &MountReport| partition.both.iter().any(|b| m.mount_point.starts_with(b));
+    let in_both = |m: &MountReport| {
+        partition.both.iter().any(|b| m.mount_point.starts_with(b)) || own_exec_temp(&m.mount_point)
+    };
     if report.iter().any(|m| !m.noexec && !in_both(m)) {
         reductions.push(Reduction::WriteSetNotAllNoexec);
     }

@@ -265,7 +265,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let partition =
         execguard_session::seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
-    // The session's own world, decided before the supervisor forks.
+    // The session's own world, decided before the supervisor forks. Under development its
+    // home layer and its own /tmp and /var/tmp run what the session builds and installs
+    // there (`cc -o /tmp/x x.c && /tmp/x`): they are the session's, gone with it or seen only
+    // by that workspace's sessions.
+    let exec = if development {
+        execguard_seal::world::LayerExec::Exec
+    } else {
+        execguard_seal::world::LayerExec::Noexec
+    };
     let (mut world, mut world_reductions) = if host && policy.seal() {
         world::host_world(
             std::path::Path::new(std::ffi::OsStr::from_bytes(policy.workspace())),
@@ -281,11 +289,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     .map(|s| PathBuf::from(std::ffi::OsStr::from_bytes(s)))
                     .into_iter()
                     .collect(),
-                home_exec: if development {
-                    execguard_seal::world::LayerExec::Exec
-                } else {
-                    execguard_seal::world::LayerExec::Noexec
-                },
+                home_exec: exec,
+                temp_exec: exec,
             },
         )?
     } else {
@@ -293,14 +298,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     // development's installs (cargo install, go install, pip install --user, a tool copied
     // into ~/.local/bin) write and run in the workspace's own home layer, which only its
-    // sessions see: the layer gets both rights, as the workspace does. The operator's real
-    // exec dirs stay read-only in it.
-    let partition = match &world.home {
-        Some(layer) if layer.exec == execguard_seal::world::LayerExec::Exec => {
-            partition.with_both([layer.home.clone()])
-        }
-        _ => partition,
-    };
+    // sessions see, and its scratch programs in its own /tmp: those get both rights, as the
+    // workspace does. The operator's real exec dirs stay read-only in them.
+    let partition = partition.with_both(world.executable_roots());
     // The session's own network (docs/session.md), served by the supervisor.
     let network = (host && policy.seal() && !args.allow_host_network).then(|| {
         execguard_session::network::Network {

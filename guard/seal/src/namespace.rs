@@ -159,7 +159,11 @@ pub fn isolate(
         .transpose()?;
     let world = report.map(|w| crate::world::WorldReport { network, ..w });
     let (mut noexec, mut read_only, mut table) = (Vec::new(), Vec::new(), None);
-    let failed = bind_partition(partition, &mut noexec, &mut read_only, &mut table).err();
+    let kept = world
+        .as_ref()
+        .map(|w| w.kept.as_slice())
+        .unwrap_or_default();
+    let failed = bind_partition(partition, kept, &mut noexec, &mut read_only, &mut table).err();
     if let Some(cwd) = cwd {
         let _ = std::env::set_current_dir(cwd);
     }
@@ -215,9 +219,13 @@ fn enter() -> Result<&'static str, SealError> {
 
 /// The binds of the partition in the namespace [`enter`] made, recording the mount points
 /// remounted `noexec` and the exec dirs made read-only. A failure stops at the step that
-/// failed: what was made before it only takes exec or writes away.
+/// failed: what was made before it only takes exec or writes away. `kept` are the operator's
+/// real objects the world attached inside its own dirs: inside a root of `both` (a
+/// development session's `/tmp` or home layer) they stay `noexec` unless they are in `both`
+/// themselves (the workspace, the session's temp dir).
 fn bind_partition(
     partition: &Partition,
+    kept: &[PathBuf],
     noexec: &mut Vec<PathBuf>,
     read_only: &mut Vec<PathBuf>,
     table: &mut Option<std::sync::Arc<[Mount]>>,
@@ -242,7 +250,20 @@ fn bind_partition(
         .iter()
         .map(|d| kept_flags(d))
         .collect::<Result<_, _>>()?;
-    let both = |p: &Path| partition.both.iter().any(|b| beneath(p, b));
+    // The innermost root of `both` that holds `p`, and whether a kept object lies between.
+    let both = |p: &Path| {
+        let Some(root) = partition
+            .both
+            .iter()
+            .filter(|b| beneath(p, b))
+            .max_by_key(|b| b.as_os_str().len())
+        else {
+            return false;
+        };
+        !kept
+            .iter()
+            .any(|k| beneath(p, k) && k != root && beneath(k, root))
+    };
     for root in &roots {
         mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
     }

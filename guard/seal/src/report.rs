@@ -296,6 +296,10 @@ pub fn world_lines(world: Option<&crate::world::WorldReport>) -> Vec<String> {
             _ => "world: home is the operator's own".into(),
         },
         format!("world: own temp and runtime dirs: {}", list(&w.temp)),
+        format!(
+            "world: of those, written and run in the session: {}",
+            list(&w.temp_exec)
+        ),
         format!("world: kept real inside them: {}", list(&w.kept)),
         format!(
             "world: outside sockets hidden: {} ({}); shared: {}",

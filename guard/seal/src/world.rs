@@ -60,6 +60,11 @@ pub struct TempDir {
     pub path: PathBuf,
     /// The mode of its root: `0o1777` for the shared temp dirs, `0o700` for a runtime dir.
     pub mode: u32,
+    /// Whether what the session writes there may run in it (`/tmp` and `/var/tmp` of a
+    /// `development` session: a scratch program built in `/tmp`). Gone with the session
+    /// either way; `Exec` asks the caller to put it in the partition's `both`, as for the
+    /// home layer.
+    pub exec: LayerExec,
 }
 
 /// What the session's world is made of. The default makes nothing.
@@ -82,6 +87,23 @@ impl World {
     pub fn is_empty(&self) -> bool {
         self.home.is_none() && self.temp.is_empty() && !self.hide_sockets && self.network.is_none()
     }
+
+    /// The parts of the world made executable (a home layer or temp dir with
+    /// [`LayerExec::Exec`]): the partition must give them both rights, or Landlock refuses
+    /// what the mount allows.
+    pub fn executable_roots(&self) -> Vec<PathBuf> {
+        let home = self
+            .home
+            .iter()
+            .filter(|h| h.exec == LayerExec::Exec)
+            .map(|h| h.home.clone());
+        let temp = self
+            .temp
+            .iter()
+            .filter(|t| t.exec == LayerExec::Exec)
+            .map(|t| t.path.clone());
+        home.chain(temp).collect()
+    }
 }
 
 /// What was made, for the enforcement report and the start record.
@@ -92,6 +114,8 @@ pub struct WorldReport {
     pub home_exec: Option<LayerExec>,
     /// Temp and runtime dirs that are the session's own.
     pub temp: Vec<PathBuf>,
+    /// Those of them the session also runs programs from.
+    pub temp_exec: Vec<PathBuf>,
     /// Paths kept real inside the covered ones.
     pub kept: Vec<PathBuf>,
     /// Sockets of outside processes hidden, and those declared shared.
@@ -348,14 +372,21 @@ pub fn build(world: &World) -> Result<WorldReport, SealError> {
         if !std::fs::symlink_metadata(&t.path).is_ok_and(|m| m.is_dir()) {
             continue;
         }
+        let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
+        if t.exec == LayerExec::Noexec {
+            flags |= libc::MS_NOEXEC;
+        }
         mount(
             "tmpfs",
             &t.path,
             "tmpfs",
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            flags,
             &format!("mode={:o}", t.mode),
         )?;
         report.temp.push(t.path.clone());
+        if t.exec == LayerExec::Exec {
+            report.temp_exec.push(t.path.clone());
+        }
     }
     // 4. What stays real, shortest path first (a workspace inside a kept home goes on top).
     keep.sort_by_key(|(p, _, _)| p.as_os_str().len());
