@@ -16,6 +16,7 @@
 //! | [`supervisor`] | the process that stays outside the session (the host's fork, the container's PID 1) and its duties at the end |
 //! | [`assurance`] | the start record of what the session is held to |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
+//! | [`go_exec`] | `go test` and `go run` of a strict session start what they built through a program the guard is in, so its refusal is seen |
 //! | [`session_temp`] | the temp directory of a development session: its own, written and executed, removed at the end |
 //! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
 //! | [`privileges`] | the supervisor's sweep at the end: setuid/setgid bits and file capabilities the session left in the workspace, cleared and recorded |
@@ -29,6 +30,7 @@
 pub mod assurance;
 pub mod carry;
 pub mod exec_dirs;
+pub mod go_exec;
 pub mod handback;
 pub mod inherited;
 pub mod input;

@@ -33,9 +33,11 @@ pub fn announce_default_log(log: &[u8]) {
 }
 
 /// What only the kernel refuses, said once at the start of a strict sealed session (on a
-/// terminal, like the log's line): a static or Go program has no guard in it to explain its
+/// terminal, like the log's line): a static program has no guard in it to explain its
 /// refusal, so the exec it makes of a program the session wrote just fails with `EACCES`.
-pub const KERNEL_ONLY_NOTICE: &str = "execguard: strict session: static and Go programs written in this session get a bare \"permission denied\" from the kernel, with no line of execguard's (Go's own build and test binaries among them); to run what the workspace builds, start the session with `execguard run --profile development`";
+/// (`go test` and `go run` start theirs through a program the guard is in,
+/// [`crate::go_exec`].)
+pub const KERNEL_ONLY_NOTICE: &str = "execguard: strict session: a program written in this session that a static program starts gets a bare \"permission denied\" from the kernel, with no line of execguard's; to run what the workspace builds, start the session with `execguard run --profile development`";
 
 /// Says [`KERNEL_ONLY_NOTICE`] when stderr is a terminal and the session is strict and sealed.
 pub fn announce_kernel_only_refusals(policy: &Policy<'_>) {

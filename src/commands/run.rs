@@ -203,6 +203,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         preload.push(existing);
     }
     env.push(("LD_PRELOAD".into(), preload));
+    execguard_session::go_exec::route_through_guard(&policy, &mut env);
     env.push((
         POLICY_ENV.into(),
         std::ffi::OsStr::from_bytes(&loaded.text).to_os_string(),
