@@ -60,11 +60,17 @@ impl Home {
     }
 
     fn session(&self, script: &str) -> Output {
+        self.session_in("strict", script)
+    }
+
+    fn session_in(&self, profile: &str, script: &str) -> Output {
         let audit = self.base.join("audit.jsonl");
         let ws = self.ws.display().to_string();
         let audit = audit.display().to_string();
         self.cli(&[
             "run",
+            "--profile",
+            profile,
             "--workspace",
             &ws,
             "--audit",
@@ -161,5 +167,51 @@ fn the_operator_adds_and_removes_exec_dirs_and_the_notice_is_said_once() {
             text(&out.stderr).contains("exec_dir_not_recorded"),
             "{label}"
         );
+    }
+}
+
+/// The once-only notice says what the session at hand does with a directory the record does
+/// not name: under strict it is written, never run; under development its programs run (from
+/// the workspace's home layer), and the notice says so rather than "never run".
+#[test]
+fn the_notice_says_what_the_profile_does_with_an_unrecorded_directory() {
+    for who in identities() {
+        let label = who.label();
+        for (profile, rc, says) in [
+            (
+                "development",
+                "rc=0",
+                ": this session runs its programs from the workspace's home layer",
+            ),
+            (
+                "strict",
+                "rc=126",
+                ": in this session it is written, never run",
+            ),
+        ] {
+            let h = Home::new(who, &format!("notice-{profile}"));
+            let out = h.session("true");
+            assert!(out.status.success(), "{label}: {}", text(&out.stderr));
+            let out = h.cli(&["exec-dirs", "remove", h.tools.to_str().unwrap()]);
+            assert!(out.status.success(), "{label}: {}", text(&out.stderr));
+            let out = h.session_in(profile, "hello; echo rc=$?");
+            let err = text(&out.stderr);
+            assert!(
+                text(&out.stdout).contains(rc),
+                "{label} {profile}: {}{err}",
+                text(&out.stdout)
+            );
+            let notice: Vec<&str> = err
+                .lines()
+                .filter(|l| {
+                    l.starts_with(&format!(
+                        "execguard: notice: {} holds programs",
+                        h.tools.display()
+                    ))
+                })
+                .collect();
+            assert_eq!(notice.len(), 1, "{label} {profile}: {err}");
+            assert!(notice[0].contains(says), "{label} {profile}: {}", notice[0]);
+        }
     }
 }

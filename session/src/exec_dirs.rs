@@ -29,6 +29,10 @@ pub struct ExecDirChoice {
     /// Write the operator's record of exec dirs when there is none (`execguard run` does;
     /// `check` and `policy default` only show what a run would use).
     pub record: bool,
+    /// The session's home layer runs what it holds (a sealed `development` or `build`
+    /// session with a home layer of its own): the notices say what such a session does with
+    /// a directory the record does not name.
+    pub home_runs_written: bool,
 }
 
 /// The toolchain directories under `$HOME` that hold programs a session runs.
@@ -166,10 +170,8 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
                     continue;
                 }
                 eprintln!(
-                    "execguard: notice: {} holds programs but is not in {}: in this session it is written, never run (outside a session, `execguard exec-dirs add {}` makes it an exec dir; said once)",
-                    dir.display(),
-                    record.display(),
-                    dir.display()
+                    "{}",
+                    unrecorded_notice(dir, &record, choice.home_runs_written)
                 );
                 noticed.push(dir.clone());
             }
@@ -183,6 +185,24 @@ fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
         }
     }
     Ok(sides)
+}
+
+/// The once-only notice of a directory of programs in `$HOME` that `record` does not name:
+/// what this session does with it (a strict session writes it and never runs it; one whose
+/// home layer runs written programs runs it from the layer), what the other kind does, and
+/// how the operator makes it an exec dir.
+fn unrecorded_notice(dir: &Path, record: &Path, home_runs_written: bool) -> String {
+    let here = if home_runs_written {
+        "this session runs its programs from the workspace's home layer, where what the session writes there stays (strict sessions write it, never run it)"
+    } else {
+        "in this session it is written, never run (development sessions run it from the workspace's home layer)"
+    };
+    format!(
+        "execguard: notice: {} holds programs but is not in {}: {here}; outside a session, `execguard exec-dirs add {}` makes it an exec dir, read-only in every session (said once)",
+        dir.display(),
+        record.display(),
+        dir.display()
+    )
 }
 
 /// Where the operator's exec dirs are recorded: `~/.config/execguard/exec-dirs`, one canonical
@@ -625,6 +645,39 @@ fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> 
 mod tests {
     use super::*;
 
+    /// The notice says what the session at hand does with the directory: a strict one never
+    /// runs it, one whose home layer runs written programs does.
+    #[test]
+    fn the_unrecorded_notice_says_what_this_session_does() {
+        let (dir, record) = (
+            Path::new("/h/tools/bin"),
+            Path::new("/h/.config/execguard/exec-dirs"),
+        );
+        let strict = unrecorded_notice(dir, record, false);
+        let development = unrecorded_notice(dir, record, true);
+        for n in [&strict, &development] {
+            assert!(
+                n.starts_with("execguard: notice: /h/tools/bin holds programs but is not in /h/.config/execguard/exec-dirs: "),
+                "{n}"
+            );
+            assert!(n.contains("`execguard exec-dirs add /h/tools/bin`"), "{n}");
+            assert!(n.ends_with("(said once)"), "{n}");
+        }
+        assert!(
+            strict.contains(": in this session it is written, never run"),
+            "{strict}"
+        );
+        assert!(
+            development
+                .contains(": this session runs its programs from the workspace's home layer"),
+            "{development}"
+        );
+        assert!(
+            !development.contains("in this session it is written, never run"),
+            "{development}"
+        );
+    }
+
     /// A directory removed and made again is another one, though ext4 gives it the same
     /// inode number; a record of an older run (no birth time) compares device and inode.
     #[test]
@@ -735,6 +788,7 @@ mod tests {
                 add: add.iter().map(|p| c(p)).collect(),
                 remove: remove.iter().map(|p| c(p)).collect(),
                 record: false,
+                home_runs_written: false,
             };
             let cands: Vec<PathBuf> = cands.iter().map(|p| c(p)).collect();
             let got = sides_from(&ws, Some(&home), &cands, &choice, None);

@@ -121,6 +121,11 @@ fn session_policy(args: &Args) -> Result<Loaded> {
             add: args.exec_dir.clone(),
             remove: args.no_exec_dir.clone(),
             record: true,
+            // As `run` below decides the world: a home layer of its own, which development
+            // and build sessions run written programs from.
+            home_runs_written: seal
+                && matches!(profile, Profile::Development | Profile::Build)
+                && !args.allow_shared_home,
         },
     )?;
     Ok(Loaded {
