@@ -36,6 +36,7 @@ pub mod mountinfo;
 pub mod namespace;
 pub mod network;
 mod partition;
+mod read_only_view;
 pub mod report;
 pub mod seccomp;
 mod test_hooks;

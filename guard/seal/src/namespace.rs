@@ -40,6 +40,8 @@ pub struct Namespace {
     pub noexec: Vec<PathBuf>,
     /// Exec dirs bind-mounted read-only.
     pub read_only: Vec<PathBuf>,
+    /// Mounts outside the write set made read-only ([`crate::read_only_view`]).
+    pub outside_read_only: Vec<PathBuf>,
     /// The bind that failed, when the namespace was made but not all of its mounts: the
     /// ones listed above were made (they only take exec or writes away).
     pub incomplete: Option<String>,
@@ -163,7 +165,14 @@ pub fn isolate(
         .as_ref()
         .map(|w| w.kept.as_slice())
         .unwrap_or_default();
-    let failed = bind_partition(partition, kept, &mut noexec, &mut read_only, &mut table).err();
+    let mut failed = bind_partition(partition, kept, &mut noexec, &mut read_only, &mut table).err();
+    let mut outside_read_only = Vec::new();
+    if let (None, Some(t)) = (&failed, &table) {
+        match crate::read_only_view::outside_read_only(&partition.write_set, t) {
+            Ok(points) => outside_read_only = points,
+            Err(e) => failed = Some(e),
+        }
+    }
     if let Some(cwd) = cwd {
         let _ = std::env::set_current_dir(cwd);
     }
@@ -171,6 +180,7 @@ pub fn isolate(
         kind,
         noexec,
         read_only,
+        outside_read_only,
         incomplete: failed.as_ref().map(|e| e.to_string()),
         table,
         world,

@@ -166,6 +166,10 @@ impl Enforcement {
                 for d in &ns.read_only {
                     out.push(format!("  exec dir mount {}: read-only", d.display()));
                 }
+                out.push(format!(
+                    "  outside the write set: {} mounts read-only",
+                    ns.outside_read_only.len()
+                ));
                 out.extend(world_lines(ns.world.as_ref()));
             }
             None => out.push("mount namespace: none".into()),
