@@ -143,3 +143,101 @@ fn the_report_counts_the_read_only_mounts_outside() {
         assert!(n >= 1, "{}: {line}", who.label());
     }
 }
+
+/// A copy of an ELF with setuid and setgid set, by `who` (root: a setuid-root program; a
+/// non-root user: setuid on its own file, setgid on its own group), checked set inside.
+fn plant_setuid(p: &Path) -> String {
+    format!(
+        "cp /bin/true {p} && chmod 6755 {p} && test -u {p} && test -g {p} && echo set {p}",
+        p = s(p)
+    )
+}
+
+#[test]
+fn setuid_bits_left_anywhere_in_what_outlives_the_session_are_cleared_in_every_profile() {
+    for profile in ["strict", "development"] {
+        for who in identities() {
+            let f = fixture(&format!("world-setuid-{profile}"), &who);
+            let label = format!("{} {profile}", who.label());
+            let shared = f.home().join(".shared");
+            std::fs::create_dir_all(&shared).unwrap();
+            who.own(&shared);
+            // The operator's own setuid file from before the session: not the session's, kept.
+            let old = f.ws.join("operators-own");
+            std::fs::copy("/bin/true", &old).unwrap();
+            who.own(&old);
+            std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o2755)).unwrap();
+            // The sweep takes files changed since a second before the start (ctime has whole
+            // seconds on some file systems): this one is older.
+            std::thread::sleep(std::time::Duration::from_millis(2100));
+            let planted = [
+                f.ws.join("left"),
+                f.ws.join("deep/er/left"),
+                f.tmp.join("left"),
+                shared.join("left"),
+            ];
+            let script = format!(
+                "mkdir -p {} && {}",
+                s(&f.ws.join("deep/er")),
+                planted
+                    .iter()
+                    .map(|p| plant_setuid(p))
+                    .collect::<Vec<_>>()
+                    .join(" && ")
+            );
+            let o = session(
+                &f,
+                &who,
+                &[
+                    "--profile",
+                    profile,
+                    "--allow-shared-temp",
+                    "--share",
+                    s(&shared),
+                ],
+                &script,
+            );
+            ok(&o, &label);
+            // The control: inside, every bit was set.
+            assert_eq!(text(&o.stdout).lines().count(), planted.len(), "{label}");
+            let err = text(&o.stderr);
+            let audit = std::fs::read_to_string(&f.audit).unwrap();
+            for p in &planted {
+                let mode = std::fs::metadata(p).unwrap().mode();
+                assert_eq!(mode & 0o7000, 0, "{label}: {} is {mode:o}", p.display());
+                assert!(
+                    err.contains(&format!("capabilities the session left on {}", s(p))),
+                    "{label}: {}\n{err}",
+                    p.display()
+                );
+                assert!(
+                    audit
+                        .lines()
+                        .any(|l| l.contains("privileges_cleared") && l.contains(s(p))),
+                    "{label}: {} not recorded",
+                    p.display()
+                );
+            }
+            assert_eq!(
+                std::fs::metadata(&old).unwrap().mode() & 0o7000,
+                0o2000,
+                "{label}: the operator's own file"
+            );
+        }
+    }
+}
+
+/// In the session's own `/tmp` (the default world) a setuid copy never reaches the
+/// operator's `/tmp` at all.
+#[test]
+fn a_setuid_copy_in_the_sessions_own_tmp_is_gone_with_it() {
+    for who in identities() {
+        let f = fixture("world-setuid-own-tmp", &who);
+        let p = f.tmp.join("left");
+        let script = format!("mkdir -p {} && {}", s(&f.tmp), plant_setuid(&p));
+        let o = session(&f, &who, &[], &script);
+        ok(&o, "the session");
+        assert_eq!(text(&o.stdout).lines().count(), 1, "{}", who.label());
+        assert!(!p.exists(), "{}: {} outside", who.label(), p.display());
+    }
+}

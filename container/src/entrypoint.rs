@@ -166,6 +166,9 @@ struct Prepared {
     /// The session's repositories, recorded before it starts (every profile): what it plants
     /// in their control files is quarantined when it ends (docs/handback.md).
     handback: Option<Handback>,
+    /// The setuid/setgid bits and file capabilities the session leaves in what outlives it
+    /// (the workspace above all, the host's), cleared at its end.
+    clear_privileges: Option<execguard_session::privileges::Sweep>,
 }
 
 fn start(mut prepared: Prepared) -> i32 {
@@ -176,8 +179,7 @@ fn start(mut prepared: Prepared) -> i32 {
         handback: prepared.handback.take(),
         // The image's sessions are summarised by `execguard audit` (issue 30: host sessions).
         summary: None,
-        // Not swept in the image yet (issue 28: the host's `execguard run` is).
-        clear_privileges: None,
+        clear_privileges: prepared.clear_privileges.take(),
         remove_temp: None,
         // The container's network is Docker's (`--network`), the image's to choose.
         network: None,
@@ -500,8 +502,15 @@ fn prepare(
         }
     }
     // Recorded last, right before the session starts.
+    let log = crate::audit::policy_log(paths).map(|(log, _)| log);
+    let clear_privileges = Some(execguard_session::privileges::Sweep::starting_now(
+        execguard_session::privileges::lasting_roots(
+            &execguard_seal::Partition::new(seal_roots(paths)),
+            &execguard_seal::world::World::default(),
+        ),
+        log.clone(),
+    ));
     let handback = Some({
-        let log = crate::audit::policy_log(paths).map(|(log, _)| log);
         handback::record(
             "entrypoint",
             &paths.workspace,
@@ -518,6 +527,7 @@ fn prepare(
         cmd,
         _link: link,
         handback,
+        clear_privileges,
     })
 }
 

@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct Sweep {
     pub roots: Vec<PathBuf>,
+    /// Directories beneath the roots not to enter: the session's own ones (its temp dirs,
+    /// the home its layer covers), whose real contents the session never saw. A path kept
+    /// real inside one is a root of its own.
+    pub skip: Vec<PathBuf>,
     /// The session's start: files changed since (their status change time) are swept.
     pub since: i64,
     pub audit_log: Option<PathBuf>,
@@ -19,13 +23,17 @@ pub struct Sweep {
 
 impl Sweep {
     /// A sweep of `roots` for a session starting now.
-    pub fn starting_now(roots: Vec<PathBuf>, audit_log: Option<PathBuf>) -> Self {
+    pub fn starting_now(
+        (roots, skip): (Vec<PathBuf>, Vec<PathBuf>),
+        audit_log: Option<PathBuf>,
+    ) -> Self {
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         // A second's slack: ctime has the file system's resolution.
         Sweep {
             roots,
+            skip,
             since: since - 1,
             audit_log,
         }
@@ -36,9 +44,10 @@ impl Sweep {
         let mut cleared = Vec::new();
         for root in &self.roots {
             if let Ok(m) = std::fs::symlink_metadata(root) {
-                walk(root, m.dev(), self.since, &mut cleared);
+                walk(root, m.dev(), self, &mut cleared);
             }
         }
+        cleared.dedup();
         for path in &cleared {
             eprintln!(
                 "execguard: cleared the setuid/setgid bits and capabilities the session left on {}",
@@ -62,10 +71,42 @@ impl Sweep {
     }
 }
 
+/// What outlives the session in its write set, as the sweep's roots and the directories it
+/// skips: the partition's write-set roots and the paths the world keeps real (the workspace,
+/// the audit log, `--share` paths, the exec dirs, the policy's other write roots), less what
+/// the world gives the session of its own (fresh temp and runtime dirs, the home its layer
+/// covers: gone or never run outside it) and `/dev` (devices; a shared `/dev/shm` is a root
+/// of its own). Only what the session could write: a kept path outside the write set is not.
+pub fn lasting_roots(
+    partition: &execguard_seal::Partition,
+    world: &execguard_seal::world::World,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let own: Vec<PathBuf> = world
+        .temp
+        .iter()
+        .map(|t| t.path.clone())
+        .chain(world.home.as_ref().map(|h| h.home.clone()))
+        .collect();
+    let in_write_set = |p: &Path| partition.write_set.iter().any(|r| p.starts_with(r));
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for p in partition.write_set.iter().chain(&world.keep) {
+        let kept = world.keep.contains(p);
+        if p == Path::new("/dev")
+            || !in_write_set(p)
+            || (!kept && own.iter().any(|o| p.starts_with(o)))
+            || roots.contains(p)
+        {
+            continue;
+        }
+        roots.push(p.clone());
+    }
+    (roots, own)
+}
+
 /// `security.capability`: a file's capabilities.
 const CAPABILITY_XATTR: &std::ffi::CStr = c"security.capability";
 
-fn walk(path: &Path, dev: u64, since: i64, cleared: &mut Vec<PathBuf>) {
+fn walk(path: &Path, dev: u64, sweep: &Sweep, cleared: &mut Vec<PathBuf>) {
     let Ok(m) = std::fs::symlink_metadata(path) else {
         return;
     };
@@ -74,12 +115,15 @@ fn walk(path: &Path, dev: u64, since: i64, cleared: &mut Vec<PathBuf>) {
         return;
     }
     if m.is_dir() {
+        if sweep.skip.iter().any(|s| s == path) {
+            return;
+        }
         for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
-            walk(&e.path(), dev, since, cleared);
+            walk(&e.path(), dev, sweep, cleared);
         }
         return;
     }
-    if !m.is_file() || m.ctime() < since {
+    if !m.is_file() || m.ctime() < sweep.since {
         return;
     }
     let special = m.mode() & (libc::S_ISUID | libc::S_ISGID) != 0;
@@ -137,13 +181,13 @@ mod tests {
         let new = d.join("new");
         std::fs::write(&new, "x").unwrap();
         std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o4755)).unwrap();
-        let sweep = Sweep::starting_now(vec![d.clone()], None);
+        let sweep = Sweep::starting_now((vec![d.clone()], vec![]), None);
         assert_eq!(sweep.run(), vec![new.clone()]);
         let mode = std::fs::metadata(&new).unwrap().mode();
         assert_eq!(mode & 0o7777, 0o755);
         let later = Sweep {
             since: i64::MAX,
-            ..Sweep::starting_now(vec![d.clone()], None)
+            ..Sweep::starting_now((vec![d.clone()], vec![]), None)
         };
         std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o2755)).unwrap();
         assert!(

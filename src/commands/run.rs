@@ -338,10 +338,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             carry_back: true,
             handback: Some(handback),
             summary: log.map(execguard_session::summary::Mark::now),
-            // The workspace outlives the session (its temp dirs do not; its home layer is
-            // never run outside it, and `execguard home accept` clears the bits too).
+            // What outlives the session in its write set (its own temp dirs do not; its home
+            // layer is never run outside it, and `execguard home accept` clears the bits too).
             clear_privileges: Some(execguard_session::privileges::Sweep::starting_now(
-                vec![workspace.to_path_buf()],
+                execguard_session::privileges::lasting_roots(&partition, &world),
                 log.map(std::path::Path::to_path_buf),
             )),
             remove_temp: temp.clone(),
