@@ -7,6 +7,7 @@
 //! | [`policy_text`] | the session's policy: the embedded default assembled from its parts (or the system policy in force, or `--policy FILE`) |
 //! | [`exec_dirs`] | the sides of a host session's partition: `$HOME` in the write set, the operator's recorded exec dirs inside it |
 //! | [`runtimes`] | the session's binaries: the guard library, the wrappers, the real git and node copies they protect |
+//! | [`identities`] | the execute side learned once: the runtimes' and wrappers' identities carried in the policy text |
 //! | [`runtime_dir`] | the user's private runtime directory, where shims, records and the default audit log live |
 //! | [`shims`] | the per-session shim that puts the wrappers first on `PATH` and in git's exec-path |
 //! | [`inherited`] | the descriptors the session inherits: the files they write, and each opened again through the session's mounts |
@@ -32,6 +33,7 @@ pub mod carry;
 pub mod exec_dirs;
 pub mod go_exec;
 pub mod handback;
+pub mod identities;
 pub mod inherited;
 pub mod input;
 pub mod launch;

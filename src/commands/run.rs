@@ -128,6 +128,12 @@ fn session_policy(args: &Args) -> Result<Loaded> {
                 && !args.allow_shared_home,
         },
     )?;
+    // Under the seal the execute side cannot change: learn it once, here.
+    let text = if seal {
+        execguard_session::identities::carry(text)?
+    } else {
+        text
+    };
     Ok(Loaded {
         source: Source::Environment,
         text: text.into_bytes(),

@@ -19,6 +19,9 @@
 //!                                           #  the first entry of a name must be the file to run)
 //! path = "/usr/libexec/execguard/real/git"
 //! wrapper = "/usr/libexec/execguard/bin/execguard-git"
+//! path_id = "2049:1835"                     # optional, honoured only with `seal = true`: the
+//! wrapper_id = "2049:1840"                  #  identities `execguard run` found at start
+//!                                           #  ("DEV:INO", "DEV:INO/" for a directory)
 //! ```
 //!
 //! Accepted: `key = value` lines, `#` comments, `"..."` strings without escapes, `'...'`
@@ -86,6 +89,42 @@ pub struct Runtime<'a> {
     pub name: &'a [u8],
     pub path: &'a [u8],
     pub wrapper: &'a [u8],
+    /// The identities the session learned at start (`path_id`, `wrapper_id`), when carried.
+    pub path_id: Option<FileId>,
+    pub wrapper_id: Option<FileId>,
+}
+
+/// A file's identity as a policy carries it: `"DEV:INO"`, or `"DEV:INO/"` for a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+    pub dir: bool,
+}
+
+impl FileId {
+    /// Parses `"DEV:INO"` or `"DEV:INO/"` (decimal, no leading zeros); `None` for anything else.
+    pub fn parse(s: &[u8]) -> Option<FileId> {
+        let (s, dir) = match s.strip_suffix(b"/") {
+            Some(rest) => (rest, true),
+            None => (s, false),
+        };
+        let colon = s.iter().position(|&c| c == b':')?;
+        let number = |d: &[u8]| -> Option<u64> {
+            if d.is_empty() || (d.len() > 1 && d[0] == b'0') {
+                return None;
+            }
+            d.iter().try_fold(0u64, |v, &c| {
+                c.is_ascii_digit().then_some(())?;
+                v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+            })
+        };
+        Some(FileId {
+            dev: number(&s[..colon])?,
+            ino: number(&s[colon + 1..])?,
+            dir,
+        })
+    }
 }
 
 /// Where each value sits in the policy text. Plain data, so a parsed policy can be cached.
@@ -104,7 +143,7 @@ pub struct Index {
     n_exec_dirs: usize,
     allowed: [Span; MAX_ALLOWED],
     n_allowed: usize,
-    runtimes: [[Span; 3]; MAX_RUNTIMES],
+    runtimes: [[Span; 5]; MAX_RUNTIMES],
     n_runtimes: usize,
     /// `None`: the key is absent and [`DEFAULT_OWN_LOADERS`] applies.
     own_loaders: Option<([Span; MAX_OWN_LOADERS], usize)>,
@@ -125,7 +164,7 @@ impl Index {
         n_exec_dirs: 0,
         allowed: [Span { start: 0, len: 0 }; MAX_ALLOWED],
         n_allowed: 0,
-        runtimes: [[Span { start: 0, len: 0 }; 3]; MAX_RUNTIMES],
+        runtimes: [[Span { start: 0, len: 0 }; 5]; MAX_RUNTIMES],
         n_runtimes: 0,
         own_loaders: None,
     };
@@ -369,22 +408,24 @@ impl<'a> Cursor<'a> {
     }
 }
 
-const KEY_VERSION: u16 = 1 << 0;
-const KEY_PROFILE: u16 = 1 << 1;
-const KEY_WORKSPACE: u16 = 1 << 2;
-const KEY_ROOTS: u16 = 1 << 3;
-const KEY_ALLOWED: u16 = 1 << 4;
-const KEY_AUDIT_LOG: u16 = 1 << 5;
-const KEY_AUDIT_ALLOW: u16 = 1 << 6;
-const KEY_RUNTIME_PROFILE: u16 = 1 << 7;
-const KEY_NAME: u16 = 1 << 8;
-const KEY_PATH: u16 = 1 << 9;
-const KEY_WRAPPER: u16 = 1 << 10;
-const KEY_SEAL: u16 = 1 << 11;
-const KEY_EXEC_DIRS: u16 = 1 << 12;
-const KEY_OWN_LOADERS: u16 = 1 << 13;
-const KEY_AUDIT_SOCKET: u16 = 1 << 14;
-const RUNTIME_KEYS: u16 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
+const KEY_VERSION: u32 = 1 << 0;
+const KEY_PROFILE: u32 = 1 << 1;
+const KEY_WORKSPACE: u32 = 1 << 2;
+const KEY_ROOTS: u32 = 1 << 3;
+const KEY_ALLOWED: u32 = 1 << 4;
+const KEY_AUDIT_LOG: u32 = 1 << 5;
+const KEY_AUDIT_ALLOW: u32 = 1 << 6;
+const KEY_RUNTIME_PROFILE: u32 = 1 << 7;
+const KEY_NAME: u32 = 1 << 8;
+const KEY_PATH: u32 = 1 << 9;
+const KEY_WRAPPER: u32 = 1 << 10;
+const KEY_SEAL: u32 = 1 << 11;
+const KEY_EXEC_DIRS: u32 = 1 << 12;
+const KEY_OWN_LOADERS: u32 = 1 << 13;
+const KEY_AUDIT_SOCKET: u32 = 1 << 14;
+const KEY_PATH_ID: u32 = 1 << 15;
+const KEY_WRAPPER_ID: u32 = 1 << 16;
+const RUNTIME_KEYS: u32 = KEY_NAME | KEY_PATH | KEY_WRAPPER;
 
 fn is_command_name(s: &[u8]) -> bool {
     !s.is_empty() && s != b"." && s != b".." && !s.contains(&b'/')
@@ -420,8 +461,8 @@ impl<'a> Policy<'a> {
             return Err(at0(PolicyErrorKind::NotUtf8));
         }
         let mut idx = Index::EMPTY;
-        let mut seen: u16 = 0; // keys of the top level
-        let mut runtime_seen: u16 = 0; // keys of the current [[runtime]]
+        let mut seen: u32 = 0; // keys of the top level
+        let mut runtime_seen: u32 = 0; // keys of the current [[runtime]]
         let mut in_runtime = false;
         let mut c = Cursor {
             text,
@@ -437,7 +478,7 @@ impl<'a> Policy<'a> {
                 if !text[c.pos..].starts_with(b"[[runtime]]") {
                     return Err(c.syntax("the only table is [[runtime]]"));
                 }
-                if in_runtime && runtime_seen != RUNTIME_KEYS {
+                if in_runtime && runtime_seen & RUNTIME_KEYS != RUNTIME_KEYS {
                     return Err(c.err(PolicyErrorKind::Missing("runtime name, path or wrapper")));
                 }
                 if idx.n_runtimes == MAX_RUNTIMES {
@@ -470,6 +511,8 @@ impl<'a> Policy<'a> {
                 (true, b"name") => KEY_NAME,
                 (true, b"path") => KEY_PATH,
                 (true, b"wrapper") => KEY_WRAPPER,
+                (true, b"path_id") => KEY_PATH_ID,
+                (true, b"wrapper_id") => KEY_WRAPPER_ID,
                 _ => return Err(c.err(PolicyErrorKind::UnknownKey)),
             };
             let seen_set = if in_runtime {
@@ -482,6 +525,19 @@ impl<'a> Policy<'a> {
             }
             *seen_set |= bit;
             let bad = |c: &Cursor, what| Err(c.err(PolicyErrorKind::BadValue(what)));
+            if in_runtime && (bit == KEY_PATH_ID || bit == KEY_WRAPPER_ID) {
+                let v = c.string()?;
+                if FileId::parse(s(v)).is_none() {
+                    return bad(
+                        &c,
+                        "runtime path_id and wrapper_id must be \"DEV:INO\" or \"DEV:INO/\"",
+                    );
+                }
+                let field = if bit == KEY_PATH_ID { 3 } else { 4 };
+                idx.runtimes[idx.n_runtimes - 1][field] = v;
+                c.end_of_statement()?;
+                continue;
+            }
             match bit {
                 KEY_VERSION => {
                     if c.integer()? != 1 {
@@ -591,7 +647,7 @@ impl<'a> Policy<'a> {
             }
             c.end_of_statement()?;
         }
-        if in_runtime && runtime_seen != RUNTIME_KEYS {
+        if in_runtime && runtime_seen & RUNTIME_KEYS != RUNTIME_KEYS {
             return Err(c.err(PolicyErrorKind::Missing("runtime name, path or wrapper")));
         }
         if seen & KEY_VERSION == 0 {
@@ -724,6 +780,8 @@ impl<'a> Policy<'a> {
                 name: self.get(r[0]),
                 path: self.get(r[1]),
                 wrapper: self.get(r[2]),
+                path_id: FileId::parse(self.get(r[3])),
+                wrapper_id: FileId::parse(self.get(r[4])),
             })
     }
 
@@ -806,6 +864,59 @@ name = "node"
 path = "/usr/libexec/execguard/real/node"
 wrapper = "/usr/libexec/execguard/bin/execguard-node"
 "#;
+
+    #[test]
+    fn runtime_identities_are_carried_or_refused() {
+        let head = "version = 1\n\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/w\"\n";
+        let ok = format!("{head}path_id = \"2049:18446744073709551615\"\nwrapper_id = \"7:1/\"\n");
+        let policy = Policy::parse(ok.as_bytes()).unwrap();
+        let rt = policy.runtimes().next().unwrap();
+        assert_eq!(
+            rt.path_id,
+            Some(FileId {
+                dev: 2049,
+                ino: u64::MAX,
+                dir: false
+            })
+        );
+        assert_eq!(
+            rt.wrapper_id,
+            Some(FileId {
+                dev: 7,
+                ino: 1,
+                dir: true
+            })
+        );
+        assert_eq!(
+            Policy::parse(head.as_bytes())
+                .unwrap()
+                .runtimes()
+                .next()
+                .unwrap()
+                .path_id,
+            None
+        );
+        for bad in [
+            "1",
+            "1:",
+            ":1",
+            "01:2",
+            "1:2:3",
+            "1:18446744073709551616",
+            "a:b",
+            "1:2//",
+            "",
+        ] {
+            let text = format!("{head}path_id = \"{bad}\"\n");
+            assert!(Policy::parse(text.as_bytes()).is_err(), "{bad:?} accepted");
+        }
+        let twice = format!("{head}path_id = \"1:2\"\npath_id = \"1:2\"\n");
+        assert!(Policy::parse(twice.as_bytes()).is_err());
+        assert!(
+            Policy::parse(b"version = 1\npath_id = \"1:2\"\n").is_err(),
+            "top level"
+        );
+    }
 
     #[test]
     fn own_loaders_default_and_replace() {

@@ -830,3 +830,67 @@ fn each_runtime_and_wrapper_path_is_asked_once() {
     let wrapper = sys.stat(b"/usr/libexec/git-wrapper").unwrap();
     assert!(ids.caller_may_start(&policy, b"git", &wrapper, b"/usr/libexec/git-wrapper"));
 }
+
+/// Under the seal, a process asks nothing the policy's snapshot answers: the identities
+/// `execguard run` carried are used, outside the write set only; without the seal, or for a
+/// path in the write set, they are asked as before (issue 31).
+#[test]
+fn carried_identities_are_used_only_under_the_seal_and_outside_the_write_set() {
+    let mut sys = MemSys::new();
+    base(&mut sys);
+    sys.elf(b"/usr/bin/git")
+        .elf(b"/usr/libexec/git-wrapper")
+        .elf(b"/ws/tools/node")
+        .elf(b"/usr/libexec/node-wrapper");
+    let id = |sys: &mut MemSys, path: &[u8]| {
+        let info = sys.stat(path).unwrap();
+        format!("{}:{}", info.dev, info.ino)
+    };
+    let (git, gw, node, nw) = (
+        id(&mut sys, b"/usr/bin/git"),
+        id(&mut sys, b"/usr/libexec/git-wrapper"),
+        id(&mut sys, b"/ws/tools/node"),
+        id(&mut sys, b"/usr/libexec/node-wrapper"),
+    );
+    let text = |seal: bool| {
+        format!("version = 1\nworkspace = \"/ws\"\nseal = {seal}\n\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/usr/libexec/git-wrapper\"\npath_id = \"{git}\"\nwrapper_id = \"{gw}\"\n\n[[runtime]]\nname = \"node\"\npath = \"/ws/tools/node\"\nwrapper = \"/usr/libexec/node-wrapper\"\npath_id = \"{node}\"\nwrapper_id = \"{nw}\"\n")
+    };
+    let asked = |sys: &MemSys| -> Vec<String> {
+        sys.calls
+            .iter()
+            .filter(|c| c.starts_with("stat "))
+            .cloned()
+            .collect()
+    };
+    let sealed = text(true);
+    let policy = Policy::parse(sealed.as_bytes()).unwrap();
+    sys.calls.clear();
+    let ids = RuntimeIds::resolve(&mut sys, &policy);
+    assert_eq!(asked(&sys), ["stat /ws/tools/node"], "{:?}", sys.calls);
+    let wrapper = sys.stat(b"/usr/libexec/git-wrapper").unwrap();
+    assert!(ids.caller_may_start(&policy, b"git", &wrapper, b"/usr/libexec/git-wrapper"));
+    let real = sys.stat(b"/usr/bin/git").unwrap();
+    assert_eq!(ids.runtime_of(&policy, &real, b"/usr/bin/git"), Some(0));
+
+    let unsealed = text(false);
+    let policy = Policy::parse(unsealed.as_bytes()).unwrap();
+    sys.calls.clear();
+    RuntimeIds::resolve(&mut sys, &policy);
+    assert_eq!(asked(&sys).len(), 4, "{:?}", sys.calls);
+}
+
+/// A carried identity that no longer names the file at the runtime's path (the host replaced
+/// it during the session) still protects that path, and approves no other wrapper.
+#[test]
+fn a_stale_carried_identity_fails_closed() {
+    let mut sys = MemSys::new();
+    base(&mut sys);
+    sys.elf(b"/usr/bin/git").elf(b"/usr/libexec/git-wrapper");
+    let text = "version = 1\nworkspace = \"/ws\"\nseal = true\n\n[[runtime]]\nname = \"git\"\npath = \"/usr/bin/git\"\nwrapper = \"/usr/libexec/git-wrapper\"\npath_id = \"1:999999\"\nwrapper_id = \"1:999998\"\n";
+    let policy = Policy::parse(text.as_bytes()).unwrap();
+    let ids = RuntimeIds::resolve(&mut sys, &policy);
+    let real = sys.stat(b"/usr/bin/git").unwrap();
+    assert_eq!(ids.runtime_of(&policy, &real, b"/usr/bin/git"), Some(0));
+    let wrapper = sys.stat(b"/usr/libexec/git-wrapper").unwrap();
+    assert!(!ids.caller_may_start(&policy, b"git", &wrapper, b"/usr/libexec/git-wrapper"));
+}

@@ -1,7 +1,7 @@
 //! The protected runtimes and their wrappers, identified once per process ([`RuntimeIds`]).
 
 use crate::path::is_under;
-use crate::policy::{Policy, MAX_RUNTIMES};
+use crate::policy::{FileId, Policy, MAX_RUNTIMES};
 use crate::sys::{FileInfo, Sys};
 
 /// Device and inode of every protected runtime and its wrapper, resolved once per process.
@@ -14,15 +14,8 @@ pub struct RuntimeIds {
     n: usize,
 }
 
-/// What [`RuntimeIds`] keeps of a file: its identity, and whether it is a directory (the
-/// cache holds 64 of them, so no more).
-#[derive(Clone, Copy, Debug)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-    dir: bool,
-}
-
+// What [`RuntimeIds`] keeps of a file: its identity, and whether it is a directory (the
+// cache holds 64 of them, so no more).
 impl FileId {
     fn of(info: FileInfo) -> Self {
         FileId {
@@ -44,14 +37,29 @@ impl RuntimeIds {
         n: 0,
     };
 
-    /// Stats every runtime and wrapper path, each once (a session's policy names one wrapper
-    /// for every copy of git); a missing file protects (or approves) nothing.
+    /// The identity of every runtime and wrapper path: the one the policy carries (learned by
+    /// `execguard run` at start), else a `stat`, each path asked once (a session's policy names
+    /// one wrapper for every copy of git); a missing file protects (or approves) nothing.
+    ///
+    /// A carried identity counts only under the seal and for a path outside the write set:
+    /// the seal lets nothing in the session change a file there (Landlock grants writes only in
+    /// the write set, and the mount namespace is the session's), so what `execguard run` saw
+    /// at start is what a `stat` would say now. A policy forged in the environment gains
+    /// nothing: the process that could forge it could as well exec without the guard, which
+    /// only the kernel's layers stand against. If the host replaces a runtime in the meantime
+    /// (a package upgrade), the runtime is still known by its path ([`Self::runtime_of`]) and
+    /// its wrapper is no longer recognised: refused, never let through.
     pub fn resolve<S: Sys>(sys: &mut S, policy: &Policy<'_>) -> Self {
         let mut ids = Self::NONE;
+        let carried = |id: Option<FileId>, path: &[u8]| {
+            id.filter(|_| policy.seal() && !policy.in_write_set(path))
+        };
         for (i, rt) in policy.runtimes().enumerate() {
-            let runtime = ids.asked_before(policy, i, rt.path);
+            let runtime = carried(rt.path_id, rt.path).map(Some);
+            let runtime = runtime.or_else(|| ids.asked_before(policy, i, rt.path));
             ids.runtime[i] = runtime.unwrap_or_else(|| sys.stat(rt.path).ok().map(FileId::of));
-            let wrapper = ids.asked_before(policy, i, rt.wrapper);
+            let wrapper = carried(rt.wrapper_id, rt.wrapper).map(Some);
+            let wrapper = wrapper.or_else(|| ids.asked_before(policy, i, rt.wrapper));
             ids.wrapper[i] = wrapper.unwrap_or_else(|| sys.stat(rt.wrapper).ok().map(FileId::of));
             ids.n = i + 1;
         }
@@ -76,7 +84,8 @@ impl RuntimeIds {
             Some(dir) if dir.dir => {
                 file.is_regular() && kpath.len() > rt_path.len() && is_under(kpath, rt_path)
             }
-            Some(r) => r.is(file),
+            // By its path too: a file the host put there since the session started.
+            Some(r) => r.is(file) || (file.is_regular() && kpath == rt_path),
             None => false,
         }
     }
