@@ -273,7 +273,41 @@ impl Launch {
 }
 
 /// Checks the request and resolves everything `docker run` needs.
+/// The Docker socket the `docker` CLI would use: `DOCKER_HOST`'s when it names a UNIX
+/// socket, else the default one.
+fn docker_socket() -> Option<PathBuf> {
+    match std::env::var("DOCKER_HOST") {
+        Ok(host) => host.strip_prefix("unix://").map(PathBuf::from),
+        Err(_) => Some(PathBuf::from("/var/run/docker.sock")),
+    }
+}
+
+/// Inside an execguard session the world hides every socket of an outside process, Docker's
+/// among them, behind an empty read-only file: a container started from there would be a
+/// session outside this one's rules (another profile, the workspace's programs run). Refused
+/// with that reason before `docker` is asked anything (it would only say that no daemon
+/// runs).
+pub fn refuse_hidden_docker(socket: Option<&Path>) -> Result<(), Refusal> {
+    use std::os::unix::fs::FileTypeExt;
+    let Some(socket) = socket else {
+        return Ok(());
+    };
+    match std::fs::metadata(socket) {
+        Ok(m) if !m.file_type().is_socket() => Err(Refusal {
+            code: "docker_hidden",
+            detail: format!(
+                "Docker's socket {} is not a socket here: this is an execguard session, whose world hides the sockets of outside processes, so a container started from it would run outside its rules; run `execguard image run` from outside the session",
+                socket.display()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 pub fn prepare(req: RunRequest) -> Result<Launch> {
+    if !req.print_args {
+        refuse_hidden_docker(docker_socket().as_deref())?;
+    }
     let workspace = match &req.workspace {
         Some(w) => w.clone(),
         None => std::env::current_dir()?,
