@@ -190,8 +190,13 @@ pub fn serve(channel: OwnedFd, duty: Network) {
     });
 }
 
-/// Copies both ways until each side has ended.
+/// Copies both ways until each side has ended. Without Nagle's algorithm on either side: a
+/// relay that holds back a small write until the last one is acknowledged meets the peer's
+/// delayed acknowledgement, and each TLS round trip waited 40 ms for it (a request through
+/// the proxy took 150 ms instead of 70).
 fn splice(a: TcpStream, b: TcpStream) {
+    let _ = a.set_nodelay(true);
+    let _ = b.set_nodelay(true);
     let (Ok(mut a2), Ok(mut b2)) = (a.try_clone(), b.try_clone()) else {
         return;
     };
