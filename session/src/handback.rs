@@ -62,6 +62,20 @@ pub fn record(
     }
 }
 
+/// [`record`] for a host session under `policy`: its workspace, `$HOME`, its audit log.
+pub fn record_for_host(policy: &execguard_policy::Policy<'_>) -> Result<Handback, RecordError> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    record(
+        "run",
+        &path(policy.workspace()),
+        home.as_deref(),
+        policy.audit_log().map(path).as_deref(),
+        policy.profile(),
+    )
+}
+
 impl Handback {
     /// Once the session has ended: quarantines what it planted (one audit record per file,
     /// one notice line on stderr).

@@ -2,7 +2,9 @@
 //! set) and, once the session is sealed, each one opened again through the session's mounts
 //! (or copied, sealed) so that none leads through the old, executable mounts.
 
+use crate::sys::{SessionSys, MFD_NOEXEC_SEAL};
 use anyhow::{bail, Result};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 /// A descriptor this process passes on (no close-on-exec), with its file (judged by the
@@ -112,13 +114,14 @@ pub(crate) fn inherited_writable_files() -> Result<Vec<PathBuf>> {
 /// Descriptors that shared one description (`>log 2>&1`) share the new one. A descriptor that
 /// cannot be replaced refuses the session.
 pub(crate) fn reopen_inherited(
+    sys: &dyn SessionSys,
     carry: Option<&std::os::fd::OwnedFd>,
 ) -> Result<(), execguard_seal::SealError> {
     let all = inherited();
     // Each takes the new description of the first that shares its own, compared before
     // anything is replaced.
     let first_sharing: Vec<Option<usize>> = (0..all.len())
-        .map(|i| (0..i).find(|&j| same_description(&all[j], &all[i])))
+        .map(|i| (0..i).find(|&j| same_description(sys, &all[j], &all[i])))
         .collect();
     let mut replaced = vec![false; all.len()];
     let mut carried = Vec::new();
@@ -141,7 +144,7 @@ pub(crate) fn reopen_inherited(
         let reads_only = d.status_flags & libc::O_ACCMODE == libc::O_RDONLY;
         let new = match (open_again(d, walks, appends), carries && reads_only) {
             (Some(new), _) => new,
-            (None, true) => sealed_copy(d).map_err(|e| execguard_seal::SealError::Apply {
+            (None, true) => sealed_copy(sys, d).map_err(|e| execguard_seal::SealError::Apply {
                 step: "copy an inherited file that no name leads to any more",
                 detail: format!(
                     "descriptor {fd} ({}): {e}; close it before execguard run (e.g. {fd}<&-), or pass the file through a pipe",
@@ -246,30 +249,23 @@ const SEALED_COPY_MAX: u64 = 64 << 20;
 /// A copy of `d`'s file in a memfd sealed against every change, for a read-only descriptor
 /// that no name leads to any more: the session reads what it was given, and can neither
 /// rewrite it nor reach the old mount through it.
-fn sealed_copy(d: &Inherited) -> Result<std::fs::File, String> {
+fn sealed_copy(sys: &dyn SessionSys, d: &Inherited) -> Result<std::fs::File, String> {
     use std::io::Write;
-    use std::os::fd::FromRawFd;
     if d.file.len() > SEALED_COPY_MAX {
         return Err(format!(
             "it has no name on disk and is larger than {} MiB",
             SEALED_COPY_MAX >> 20
         ));
     }
-    const MFD_NOEXEC_SEAL: libc::c_uint = 0x8;
     let name = c"execguard-inherited";
     let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
-    // SAFETY: `name` is a NUL-terminated string; memfd_create returns a new descriptor or -1.
-    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | MFD_NOEXEC_SEAL) };
-    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+    let copy = match sys.memfd_create(name, flags | MFD_NOEXEC_SEAL) {
         // A kernel before 6.3: sealed against writes all the same.
-        // SAFETY: as above.
-        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
-    }
-    if fd < 0 {
-        return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: `fd` is a new descriptor this function owns.
-    let mut copy = unsafe { std::fs::File::from_raw_fd(fd) };
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => sys.memfd_create(name, flags),
+        made => made,
+    };
+    let mut copy = std::fs::File::from(copy.map_err(|e| format!("memfd_create: {e}"))?);
+    let fd = copy.as_raw_fd();
     let mut buf = vec![0u8; 64 * 1024];
     let mut at: i64 = 0;
     loop {
@@ -300,26 +296,120 @@ fn sealed_copy(d: &Inherited) -> Result<std::fs::File, String> {
 /// Do two inherited descriptors share one open file description? Asked of the kernel
 /// (`kcmp`); where it cannot answer, two descriptors of the same file with the same flags and
 /// offset count as one.
-fn same_description(a: &Inherited, b: &Inherited) -> bool {
+fn same_description(sys: &dyn SessionSys, a: &Inherited, b: &Inherited) -> bool {
     use std::os::unix::fs::MetadataExt;
-    const KCMP_FILE: libc::c_long = 0;
-    // SAFETY: kcmp compares two descriptor numbers of this process; it reads no memory of ours.
-    let answer = unsafe {
-        let pid = libc::getpid() as libc::c_long;
-        libc::syscall(
-            libc::SYS_kcmp,
-            pid,
-            pid,
-            KCMP_FILE,
-            a.fd as libc::c_long,
-            b.fd as libc::c_long,
-        )
-    };
-    if answer >= 0 {
-        return answer == 0;
+    if let Ok(same) = sys.same_file_description(a.fd, b.fd) {
+        return same;
     }
     // SAFETY: lseek on descriptor numbers only reads their offsets.
     let offset = |fd| unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
     (a.file.dev(), a.file.ino(), a.status_flags, offset(a.fd))
         == (b.file.dev(), b.file.ino(), b.status_flags, offset(b.fd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::RecordingSessionSys;
+    use std::os::fd::IntoRawFd;
+
+    fn inherited(file: std::fs::File, path: &std::path::Path) -> Inherited {
+        let file_meta = file.metadata().unwrap();
+        let fd = file.into_raw_fd();
+        // SAFETY: F_GETFL on a descriptor this test owns.
+        let status_flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        Inherited {
+            fd,
+            path: path.to_path_buf(),
+            status_flags,
+            file: file_meta,
+        }
+    }
+
+    fn close(d: Inherited) {
+        // SAFETY: the test owns `d.fd` and closes it once.
+        unsafe { libc::close(d.fd) };
+    }
+
+    /// A file no name leads to any more is copied into a memfd sealed against every change:
+    /// made noexec where the kernel can (6.3), without that flag where it refuses it (EINVAL),
+    /// and any other failure refuses the start.
+    #[test]
+    fn a_sealed_copy_falls_back_only_from_a_kernel_without_noexec_memfds() {
+        let t = crate::test_dirs::tmp("sealed-copy");
+        let path = t.join("given");
+        std::fs::write(&path, b"what the session was given").unwrap();
+        let (noexec, plain) = (0xb, 0x3);
+        let made = |flags: u32| format!("memfd_create(execguard-inherited, {flags:#x})");
+        type Row = (Vec<(u32, i32)>, Vec<u32>, Result<(), &'static str>);
+        let rows: Vec<Row> = vec![
+            (vec![], vec![noexec], Ok(())),
+            (vec![(noexec, libc::EINVAL)], vec![noexec, plain], Ok(())),
+            (
+                vec![(noexec, libc::EMFILE)],
+                vec![noexec],
+                Err("memfd_create: "),
+            ),
+            (
+                vec![(noexec, libc::EINVAL), (plain, libc::ENOMEM)],
+                vec![noexec, plain],
+                Err("memfd_create: "),
+            ),
+        ];
+        for (fails, calls, want) in rows {
+            let sys = RecordingSessionSys {
+                memfd_errno: fails.clone(),
+                ..Default::default()
+            };
+            let d = inherited(std::fs::File::open(&path).unwrap(), &path);
+            let got = sealed_copy(&sys, &d);
+            let want_calls: Vec<String> = calls.iter().map(|&f| made(f)).collect();
+            assert_eq!(sys.calls(), want_calls, "{fails:?}");
+            match (want, got) {
+                (Ok(()), Ok(copy)) => {
+                    let mut text = [0u8; 26];
+                    std::os::unix::fs::FileExt::read_exact_at(&copy, &mut text, 0).unwrap();
+                    assert_eq!(&text, b"what the session was given");
+                    // SAFETY: F_GET_SEALS on a descriptor `copy` owns.
+                    let seals = unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_GET_SEALS) };
+                    assert_ne!(seals & libc::F_SEAL_WRITE, 0, "sealed against writes");
+                }
+                (Err(w), Err(e)) => assert!(e.starts_with(w), "{fails:?}: {e}"),
+                (want, got) => panic!("{fails:?}: want {want:?}, got {:?}", got.map(|_| ())),
+            }
+            close(d);
+        }
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// Two descriptors share one description when the kernel says so (`kcmp`); without
+    /// `kcmp` (ENOSYS, EPERM), when they are of the same file with the same flags and offset.
+    #[test]
+    fn shared_descriptions_are_asked_of_the_kernel_then_compared() {
+        let t = crate::test_dirs::tmp("same-description");
+        let path = t.join("file");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let open = || inherited(std::fs::File::open(&path).unwrap(), &path);
+        // (kcmp's answer, the second descriptor's offset, shared?)
+        let rows = [
+            (Some(Ok(true)), 0, true),
+            (Some(Ok(false)), 0, false),
+            (Some(Err(libc::ENOSYS)), 0, true),
+            (Some(Err(libc::EPERM)), 4, false),
+        ];
+        for (kcmp, offset, want) in rows {
+            let sys = RecordingSessionSys {
+                kcmp,
+                ..Default::default()
+            };
+            let (a, b) = (open(), open());
+            // SAFETY: lseek on a descriptor this test owns.
+            unsafe { libc::lseek(b.fd, offset, libc::SEEK_SET) };
+            assert_eq!(same_description(&sys, &a, &b), want, "{kcmp:?} {offset}");
+            assert_eq!(sys.calls(), [format!("kcmp({}, {})", a.fd, b.fd)]);
+            close(a);
+            close(b);
+        }
+        std::fs::remove_dir_all(&t).unwrap();
+    }
 }

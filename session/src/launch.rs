@@ -6,8 +6,10 @@ use execguard_policy::{
     decide_launch, path_candidates, search_goes_on, Context, ExecName, Policy, Request, RuntimeIds,
     Target, Verdict,
 };
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
 
 /// The outcome of deciding a command line.
 pub struct Decision {
@@ -135,4 +137,98 @@ pub fn denial_line(
     );
     buf.truncate(n);
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// This process's environment without the guard's own variables, which the session gets anew.
+pub fn inherited_env() -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| k != "LD_PRELOAD" && k != execguard_load::POLICY_ENV)
+        .collect()
+}
+
+/// The guard preloaded (before any library the caller preloads) and the session policy
+/// inline: the guard keeps both in every descendant.
+pub fn add_guard(env: &mut Vec<(OsString, OsString)>, lib: &Path, policy_text: &[u8]) {
+    let mut preload = lib.as_os_str().to_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(existing);
+    }
+    env.push(("LD_PRELOAD".into(), preload));
+    env.push((
+        execguard_load::POLICY_ENV.into(),
+        OsStr::from_bytes(policy_text).to_os_string(),
+    ));
+}
+
+/// The session's first command, decided.
+pub enum FirstCommand {
+    /// Allowed: exec it by [`exec_first_command`].
+    Runs(Box<Decision>),
+    /// Refused or not found (said on stderr, audited): the exit status, 126 or 127.
+    Refused(u8),
+}
+
+/// The first exec is made from here, outside the guard: decided with the same engine, said
+/// and audited as the guard says and audits every later one.
+pub fn decide_first_command(
+    policy: &Policy<'_>,
+    lib: &Path,
+    command: &[OsString],
+    env: &[(OsString, OsString)],
+) -> FirstCommand {
+    let decision = decide_command(policy, Some(lib.as_os_str().as_bytes()), command, env);
+    if let Verdict::Deny { reason, path, .. } = &decision.verdict {
+        eprint!(
+            "{}",
+            denial_line(
+                *reason,
+                Some(policy.profile()),
+                path.as_bytes(),
+                path.omitted()
+            )
+        );
+    }
+    if crate::preflight::audit_first_command(policy, &decision.verdict, command, &decision.target)
+        .is_err()
+    {
+        return FirstCommand::Refused(126);
+    }
+    match &decision.verdict {
+        Verdict::Allow(_) => FirstCommand::Runs(Box::new(decision)),
+        Verdict::Deny { .. } => FirstCommand::Refused(126),
+        Verdict::Kernel(errno) => {
+            let err = std::io::Error::from_raw_os_error(*errno);
+            eprintln!("execguard: {}: {err}", lossy(&decision.target));
+            let code = crate::reaper::spawn_failure_code(&err);
+            FirstCommand::Refused(code as u8)
+        }
+    }
+}
+
+/// Execs the first command: a mutable script through its interpreter with the argv the
+/// kernel would have built (under the seal the kernel refuses the script itself; unsealed, a
+/// swap after the decision must change nothing), as the guard does for every later exec.
+/// Returns only when the exec failed: its exit status, 126 or 127.
+pub fn exec_first_command(
+    first: Box<Decision>,
+    command: &[OsString],
+    env: Vec<(OsString, OsString)>,
+) -> u8 {
+    let (program, arg0, rest): (OsString, OsString, Vec<OsString>) = match first.launch {
+        Some((program, argv)) => {
+            let mut argv = argv.into_iter().map(os);
+            let arg0 = argv.next().unwrap_or_default();
+            (os(program), arg0, argv.collect())
+        }
+        None => (os(first.program), command[0].clone(), command[1..].to_vec()),
+    };
+    let err = std::process::Command::new(&program)
+        .arg0(arg0)
+        .args(rest)
+        .env_clear()
+        .envs(env)
+        .exec();
+    eprintln!("execguard: {}: {err}", program.to_string_lossy());
+    crate::reaper::spawn_failure_code(&err) as u8
 }

@@ -1,8 +1,11 @@
-//! The steps of an execguard session's start, one file each, in the order `execguard run`
-//! takes them (the container entrypoint takes the ones it shares with it):
+//! The steps of an execguard session's start, one file each. [`host`] is `execguard run`: the
+//! steps in the order it takes them; the container entrypoint takes the ones it shares with
+//! it (the supervisor, its loop, the hand-back). Their kernel calls that choose a fallback go
+//! through the seam in [`sys`], passed in, with a recording double for the table tests.
 //!
 //! | file | the step it owns |
 //! |------|------------------|
+//! | [`host`] | the host chain, `execguard run`: the steps below in order |
 //! | [`preflight`] | the checks before anything is built: the workspace is a project directory, the audit log can be written, the default log is announced |
 //! | [`policy_text`] | the session's policy: the embedded default assembled from its parts (or the system policy in force, or `--policy FILE`) |
 //! | [`exec_dirs`] | the sides of a host session's partition: `$HOME` in the write set, the operator's recorded exec dirs inside it |
@@ -25,6 +28,8 @@
 //! | [`network`] | the session's own network, served by the supervisor: the proxy that refuses the host, the declared host ports |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
 //!
+//! | [`sys`] | the seam: the kernel calls that choose a step's fallback, and their recording double |
+//!
 //! Support for every step: [`paths`] (canonical names, resolved once per process) and
 //! [`input`] (bounded readers of the files a session start reads).
 
@@ -33,6 +38,7 @@ pub mod carry;
 pub mod exec_dirs;
 pub mod go_exec;
 pub mod handback;
+pub mod host;
 pub mod identities;
 pub mod inherited;
 pub mod input;
@@ -50,6 +56,7 @@ pub mod session_temp;
 pub mod shims;
 pub mod summary;
 pub mod supervisor;
+pub mod sys;
 pub mod world;
 
 /// A fresh directory for one unit test, under this process's id.

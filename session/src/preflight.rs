@@ -194,3 +194,32 @@ pub fn check_workspace(workspace: &Path) -> Result<PathBuf> {
     }
     Ok(canonical)
 }
+
+/// The audit log is ready before anything is built: writable the way the guard opens it,
+/// remembered by its canonical name, and announced when it is the default one.
+pub fn audit_log_ready(policy: &Policy<'_>, default_log: bool) -> Result<()> {
+    let Some(log) = policy.audit_log() else {
+        return Ok(());
+    };
+    check_audit_log(policy, log)?;
+    // Opened there with no link as its last component, in a canonical directory.
+    crate::paths::remember_canonical(Path::new(std::ffi::OsStr::from_bytes(log)));
+    if default_log {
+        announce_default_log(log);
+    }
+    Ok(())
+}
+
+/// The guard library, which must lie outside the write set: a guard the session can rewrite
+/// guards nothing.
+pub fn guard_outside_write_set(policy: &Policy<'_>) -> Result<PathBuf> {
+    let lib = crate::runtimes::guard_library()?;
+    if let Some(root) = policy.mutable_root_of(lib.as_os_str().as_bytes()) {
+        bail!(
+            "{} lies in the mutable root {}: install it elsewhere (e.g. cargo build outside the workspace) or set EXECGUARD_LIB",
+            lib.display(),
+            String::from_utf8_lossy(root)
+        );
+    }
+    Ok(lib)
+}

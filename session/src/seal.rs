@@ -44,6 +44,7 @@ pub fn partition_with_temp(policy: &Policy, temp: Option<&Path>) -> execguard_se
 /// the kernel cannot give them is refused, unless `allow_exec_mappings` accepts it (then said
 /// once and reported `reduced:mappings_guard_only`).
 pub fn seal(
+    sys: &dyn crate::sys::SessionSys,
     policy: &Policy,
     partition: &execguard_seal::Partition,
     allow_exec_mappings: bool,
@@ -82,6 +83,135 @@ pub fn seal(
             world,
         },
     )?;
-    crate::inherited::reopen_inherited(carry)?;
+    crate::inherited::reopen_inherited(sys, carry)?;
     Ok(enforcement)
+}
+
+/// Can the kernel enforce the partition? Without it the session refuses to start (typed
+/// error, exit 2) unless `allow_unsealed` (`--allow-unsealed`) accepts the reduced
+/// assurance, said once.
+pub fn available(sys: &dyn crate::sys::SessionSys, allow_unsealed: bool) -> anyhow::Result<bool> {
+    match sys.partition_abi() {
+        Ok(_) => Ok(true),
+        Err(e) if allow_unsealed => {
+            eprintln!("execguard: warning: reduced assurance: running unsealed ({e})");
+            Ok(false)
+        }
+        Err(e) => anyhow::bail!("{e}; pass --allow-unsealed to run without the seal"),
+    }
+}
+
+/// What a host session is held to once [`seal_host`] is done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub sealed: bool,
+    /// `strict`, or the reductions (`reduced:...`).
+    pub assurance: String,
+    /// The port of the supervisor's proxy in the session's own network, if it has one.
+    pub proxy_port: Option<u16>,
+}
+
+/// A host session's seal: sealed as its policy says ([`seal`]), or, unsealed (breakglass,
+/// `--allow-unsealed`), the reduction it runs at. `verbose` prints the report.
+pub fn seal_host(
+    sys: &dyn crate::sys::SessionSys,
+    policy: &Policy,
+    partition: &execguard_seal::Partition,
+    allow_exec_mappings: bool,
+    carry: Option<&std::os::fd::OwnedFd>,
+    (world, world_reductions): (
+        &execguard_seal::world::World,
+        &[execguard_policy::Reduction],
+    ),
+    verbose: bool,
+) -> anyhow::Result<Held> {
+    if !policy.seal() {
+        let why = if policy.profile() == Profile::Breakglass {
+            "reduced:breakglass"
+        } else {
+            "reduced:unsealed"
+        };
+        if verbose {
+            eprintln!("execguard: assurance: {why}");
+        }
+        return Ok(Held {
+            sealed: false,
+            assurance: why.into(),
+            proxy_port: None,
+        });
+    }
+    let mut report = seal(sys, policy, partition, allow_exec_mappings, carry, Some(world)).map_err(|e| match e {
+        execguard_seal::SealError::Noexec { .. }
+        | execguard_seal::SealError::NamespaceUnfinished { .. } => anyhow::anyhow!(
+            "{e}; the session could map written files executable: fix the cause or pass --allow-exec-mappings to run with only the guard's refusals"
+        ),
+        execguard_seal::SealError::World { .. } => anyhow::anyhow!(
+            "{e}; fix the cause, or run a reduced world (--allow-shared-home, --allow-shared-temp, --allow-outside-sockets)"
+        ),
+        execguard_seal::SealError::Network { .. } => anyhow::anyhow!(
+            "{e}; this kernel gives the session no network of its own: run with --allow-host-network to share the host's (its loopback services included)"
+        ),
+        e => anyhow::anyhow!("{e}"),
+    })?;
+    report
+        .assurance
+        .reductions
+        .extend(world_reductions.iter().copied());
+    if verbose {
+        for line in report.lines() {
+            eprintln!("execguard: {line}");
+        }
+    }
+    let proxy_port = report
+        .namespace
+        .as_ref()
+        .and_then(|ns| ns.world.as_ref())
+        .and_then(|w| w.network.as_ref())
+        .map(|net| net.proxy_port);
+    Ok(Held {
+        sealed: true,
+        assurance: report.assurance.to_string(),
+        proxy_port,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::RecordingSessionSys;
+
+    /// Each way on from the kernel's answer: sealed; unsealed when the operator accepts the
+    /// reduced assurance; else refused with the way forward.
+    #[test]
+    fn the_seal_is_had_refused_or_reduced_as_asked() {
+        /// The kernel's answer, `--allow-unsealed`, and sealed or the refusal.
+        type Row = (
+            Option<Result<i64, String>>,
+            bool,
+            Result<bool, &'static str>,
+        );
+        let rows: [Row; 4] = [
+            (Some(Ok(7)), false, Ok(true)),
+            (Some(Ok(2)), true, Ok(true)),
+            (Some(Err("no Landlock".into())), true, Ok(false)),
+            (
+                Some(Err("no Landlock".into())),
+                false,
+                Err("seal_unavailable: the kernel cannot enforce the W^X partition: no Landlock; pass --allow-unsealed"),
+            ),
+        ];
+        for (abi, allow_unsealed, want) in rows {
+            let sys = RecordingSessionSys {
+                abi: abi.clone(),
+                ..Default::default()
+            };
+            let got = available(&sys, allow_unsealed).map_err(|e| e.to_string());
+            match (&want, &got) {
+                (Ok(w), Ok(g)) => assert_eq!(w, g, "{abi:?} {allow_unsealed}"),
+                (Err(w), Err(g)) => assert!(g.contains(w), "{abi:?}: {g}"),
+                _ => panic!("{abi:?} {allow_unsealed}: want {want:?}, got {got:?}"),
+            }
+            assert_eq!(sys.calls(), ["partition_abi"]);
+        }
+    }
 }

@@ -76,6 +76,37 @@ pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
     Ok(plan)
 }
 
+/// Host mode: the wrappers of the policy's runtimes go first in `env` (`PATH`,
+/// `GIT_EXEC_PATH`), each checked to lie outside the write set. Returns the shim's
+/// directories (none without a wrapper).
+pub fn put_wrappers_first(
+    policy: &Policy<'_>,
+    env: &mut Vec<(OsString, OsString)>,
+) -> Result<Vec<PathBuf>> {
+    let plan = shim_plan(policy)?;
+    for (tool, wrapper) in &plan.wrappers {
+        let canonical = crate::paths::canonical(wrapper)
+            .map_err(|e| anyhow::anyhow!("the {} wrapper {}: {e}", tool.name, wrapper.display()))?;
+        if let Some(root) = policy.mutable_root_of(canonical.as_os_str().as_bytes()) {
+            bail!(
+                "the {} wrapper {} lies in the mutable root {}: install it elsewhere",
+                tool.name,
+                canonical.display(),
+                String::from_utf8_lossy(root)
+            );
+        }
+    }
+    if plan.wrappers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let shim = create_shim(&plan, policy)?;
+    shim.apply(env);
+    Ok([Some(shim.bin), shim.git_core]
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
 /// A created shim: prepend `bin` to `PATH`, set `GIT_EXEC_PATH` to `git_core`.
 #[derive(Debug)]
 pub struct Shim {

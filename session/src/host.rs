@@ -1,0 +1,245 @@
+//! The host chain, `execguard run`, as the sequence of its steps: the session's policy, the
+//! audit log and the guard checked, the wrappers put first, the first command decided, the
+//! supervisor forked, the seal, the assurance record, and the exec.
+
+use crate::exec_dirs::ExecDirChoice;
+use crate::handback;
+use crate::launch::{self, FirstCommand};
+use crate::reaper::Stand;
+use crate::supervisor::{Duties, SessionEnds, Supervisor};
+use crate::sys::SessionSys;
+use crate::{
+    assurance, go_exec, network, policy_text, preflight, seal, session_temp, shims, world,
+};
+use anyhow::{bail, Result};
+use execguard_load::{Loaded, Source};
+use execguard_policy::Profile;
+use execguard_seal::world::LayerExec;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// What `execguard run` was asked for (its command line, parsed by the CLI).
+#[derive(Clone, Debug, Default)]
+pub struct HostOptions {
+    pub workspace: Option<PathBuf>,
+    pub profile: Option<Profile>,
+    pub policy: Option<PathBuf>,
+    pub audit: Option<PathBuf>,
+    pub allow_unsealed: bool,
+    pub allow_exec_mappings: bool,
+    pub exec_dir: Vec<PathBuf>,
+    pub no_exec_dir: Vec<PathBuf>,
+    /// The session's world (`crate::world::WorldChoice`): shared paths and sockets, and the
+    /// reduced worlds the operator accepts.
+    pub share: Vec<PathBuf>,
+    pub share_socket: Vec<PathBuf>,
+    pub allow_shared_home: bool,
+    pub allow_shared_temp: bool,
+    pub allow_outside_sockets: bool,
+    /// The host's `127.0.0.1:N` the session reaches as its own (`--host-port`).
+    pub host_port: Vec<u16>,
+    /// Reduced world: the host's network, its loopback services included.
+    pub allow_host_network: bool,
+    pub verbose: bool,
+    pub command: Vec<OsString>,
+}
+
+/// Runs the session: returns only when it cannot start (the exit status to leave with: 126
+/// for a refused first command, 127 for one not found), or, unsupervised, when the exec
+/// failed; a refusal of the start is `Err`.
+pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
+    let loaded = session_policy(sys, opts)?;
+    let policy = loaded.policy();
+    // Host mode (the embedded default or --policy). Under the system policy the image has
+    // installed the wrappers and seals its sessions itself.
+    let host = opts.policy.is_some() || loaded.source == Source::Environment;
+    let default_log = opts.audit.is_none() && opts.policy.is_none() && host;
+    preflight::audit_log_ready(&policy, default_log)?;
+    let lib = preflight::guard_outside_write_set(&policy)?;
+    let mut env = launch::inherited_env();
+    // What stays the operator's real object in the session's world: the shims.
+    let mut keep: Vec<PathBuf> = Vec::new();
+    if host {
+        keep = shims::put_wrappers_first(&policy, &mut env)?;
+    }
+    launch::add_guard(&mut env, &lib, &loaded.text);
+    go_exec::route_through_guard(&policy, &mut env);
+    let first = match launch::decide_first_command(&policy, &lib, &opts.command, &env) {
+        FirstCommand::Runs(first) => first,
+        FirstCommand::Refused(status) => return Ok(status),
+    };
+    execguard_seal::test_hooks_at("partition");
+    // development's own temp dir, on the workspace's side (go test, go run, scratch builds).
+    let development =
+        host && policy.seal() && matches!(policy.profile(), Profile::Development | Profile::Build);
+    let temp = if development {
+        let temp = session_temp::SessionTemp::create()?;
+        temp.apply(&mut env);
+        Some(temp)
+    } else {
+        None
+    };
+    let partition = seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
+    // The session's own world, decided before the supervisor forks. Under development its
+    // home layer and its own /tmp and /var/tmp run what the session builds and installs
+    // there (`cc -o /tmp/x x.c && /tmp/x`): they are the session's, gone with it or seen only
+    // by that workspace's sessions.
+    let exec = if development {
+        LayerExec::Exec
+    } else {
+        LayerExec::Noexec
+    };
+    let (mut world, mut world_reductions) = if host && policy.seal() {
+        world::host_world(
+            Path::new(OsStr::from_bytes(policy.workspace())),
+            world::keep(&policy, &partition, keep),
+            &world::WorldChoice {
+                share: opts.share.clone(),
+                share_sockets: opts.share_socket.clone(),
+                allow_shared_home: opts.allow_shared_home,
+                allow_shared_temp: opts.allow_shared_temp,
+                allow_outside_sockets: opts.allow_outside_sockets,
+                own_sockets: policy
+                    .audit_socket()
+                    .map(|s| PathBuf::from(OsStr::from_bytes(s)))
+                    .into_iter()
+                    .collect(),
+                home_exec: exec,
+                temp_exec: exec,
+            },
+        )?
+    } else {
+        Default::default()
+    };
+    // development's installs (cargo install, go install, pip install --user, a tool copied
+    // into ~/.local/bin) write and run in the workspace's own home layer, which only its
+    // sessions see, and its scratch programs in its own /tmp: those get both rights, as the
+    // workspace does. The operator's real exec dirs stay read-only in them.
+    let partition = partition.with_both(world.executable_roots());
+    // The session's own network (docs/session.md), served by the supervisor.
+    let network = (host && policy.seal() && !opts.allow_host_network).then(|| network::Network {
+        host_ports: opts.host_port.clone(),
+        audit_log: policy
+            .audit_log()
+            .map(|l| PathBuf::from(OsStr::from_bytes(l))),
+        profile: Some(policy.profile()),
+    });
+    if host && policy.seal() && opts.allow_host_network {
+        eprintln!("execguard: notice: reduced world (--allow-host-network): the session shares the host's network, its loopback services included");
+        world_reductions.push(execguard_policy::Reduction::HostNetwork);
+    }
+    let mut ends = SessionEnds::default();
+    // The one line that says which sessions are supervised: every host session, for the
+    // repository hand-back (docs/handback.md).
+    let supervised = host;
+    if supervised {
+        let log = policy.audit_log().map(|l| Path::new(OsStr::from_bytes(l)));
+        let duties = Duties {
+            end_the_rest: true,
+            carry_back: true,
+            // The repository hand-back (docs/handback.md), every profile: the workspace's
+            // repositories are recorded now (one the session creates is checked at the end)
+            // and what the session plants is quarantined when it ends.
+            handback: Some(handback::record_for_host(&policy)?),
+            // The session's refusals, read back from its part of the audit log at the end.
+            summary: log.map(crate::summary::Mark::now),
+            // What outlives the session in its write set (its own temp dirs do not; its home
+            // layer is never run outside it, and `execguard home accept` clears the bits too).
+            clear_privileges: Some(crate::privileges::Sweep::starting_now(
+                crate::privileges::lasting_roots(&partition, &world),
+                log.map(Path::to_path_buf),
+            )),
+            remove_temp: temp.clone(),
+            network,
+        };
+        let supervisor = Supervisor::install(Stand::Beside, duties)?;
+        // SAFETY: `execguard run` is single-threaded here.
+        ends = unsafe { supervisor.fork_session() }?;
+    }
+    if let Some(channel) = &ends.network {
+        use std::os::fd::AsRawFd;
+        world.network = Some(execguard_seal::network::NetworkPlan {
+            channel: channel.as_raw_fd(),
+            host_ports: opts.host_port.clone(),
+        });
+    }
+    if host {
+        // Last step before exec: this process is single-threaded here, and the seal follows
+        // it through exec into every descendant.
+        let held = seal::seal_host(
+            sys,
+            &policy,
+            &partition,
+            opts.allow_exec_mappings,
+            ends.carry.as_ref(),
+            (&world, &world_reductions),
+            opts.verbose,
+        )?;
+        // The seal has sent the network's listeners: the channel's end here is done.
+        drop(ends.network);
+        if let Some(port) = held.proxy_port {
+            network::apply_env(&mut env, port);
+        }
+        if held.sealed {
+            preflight::announce_kernel_only_refusals(&policy);
+        }
+        assurance::record_assurance(&policy, held.sealed, &held.assurance, &opts.command)?;
+    }
+    Ok(launch::exec_first_command(first, &opts.command, env))
+}
+
+/// The policy this session runs under: `--policy`, the system policy when one is in force
+/// (it cannot be overridden from here), or the embedded default.
+fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<Loaded> {
+    if let Some(path) = &opts.policy {
+        return policy_text::policy_file(path);
+    }
+    if let Some(loaded) = policy_text::policy_in_force()? {
+        if let Source::System(path) = &loaded.source {
+            if opts.workspace.is_some() || opts.profile.is_some() || opts.audit.is_some() {
+                bail!("policy_untrusted: the system policy {} is in force and cannot be changed by execguard run", path.display());
+            }
+            return Ok(loaded);
+        }
+    }
+    let workspace = match &opts.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    let workspace = preflight::check_workspace(&workspace)?;
+    let audit = match &opts.audit {
+        Some(a) => a.clone(),
+        None => preflight::default_audit_log()?,
+    };
+    let profile = opts.profile.unwrap_or(Profile::Strict);
+    // Breakglass has no partition (recorded in its profile); every other session is sealed.
+    let seal = profile != Profile::Breakglass && seal::available(sys, opts.allow_unsealed)?;
+    let text = policy_text::discovered_default_policy(
+        &workspace,
+        profile,
+        Some(&audit),
+        seal,
+        &ExecDirChoice {
+            add: opts.exec_dir.clone(),
+            remove: opts.no_exec_dir.clone(),
+            record: true,
+            // As `run` decides the world: a home layer of its own, which development and
+            // build sessions run written programs from.
+            home_runs_written: seal
+                && matches!(profile, Profile::Development | Profile::Build)
+                && !opts.allow_shared_home,
+        },
+    )?;
+    // Under the seal the execute side cannot change: learn it once, here.
+    let text = if seal {
+        crate::identities::carry(text)?
+    } else {
+        text
+    };
+    Ok(Loaded {
+        source: Source::Environment,
+        text: text.into_bytes(),
+        profile,
+    })
+}
