@@ -7,10 +7,17 @@
 //!                                                          print the control-plane manifest
 //! ```
 //!
-//! Start order: umask 077 → validate the managed environment → check the start mode against the
-//! mutability → verify the control plane → (root) write the runtime state, add the mapped user →
-//! build the provider home → drop and verify privileges → block signals → spawn → forward
-//! signals and reap until the child exits → exit with its status.
+//! Start order, one function each (`prepare`, then `start`): umask 077 → validate the
+//! managed environment → check the start mode against the mutability (`check_start`) →
+//! verify the control plane → the seal and its reductions (`plan_seal`) → the write set's
+//! `noexec` (`harden_write_set`) → the workspace's provider configuration
+//! (`plan_repo_config`) → (root) write the runtime state, add the mapped user
+//! (`record_runtime_state`) → build the provider home and environment (`provider_env`) → drop
+//! and verify privileges → seal (`seal_self`) → the command (`provider_command`) → record what
+//! outlives the session for the privilege sweep (`record_privileges`) and the repositories for
+//! the hand-back (`record_handback`) → the supervisor, the same as the host chain's
+//! (`execguard_session::supervisor`): block signals → spawn → forward signals and reap until
+//! the child exits → its duties → exit with the child's status.
 //!
 //! Exit codes: the child's status (128+n if killed by signal n); 2 for every refusal (one line
 //! `execguard-entrypoint: refused <code>: <detail>` on stderr); 126/127 when the command cannot
@@ -27,7 +34,7 @@ use execguard_session::supervisor::{Duties, Supervisor};
 
 use crate::allowlist;
 use crate::chain;
-use crate::env::{parse_session_env, Date};
+use crate::env::{parse_session_env, Date, SessionEnv};
 use crate::home;
 use crate::manifest;
 use crate::paths::Paths;
@@ -240,6 +247,71 @@ fn prepare(
     let session = parse_session_env(&env_pairs(env), today)
         .map_err(|e| Refusal::new(e.code(), e.detail()))?;
 
+    let start = check_start(sys, &session)?;
+    manifest::verify_manifest(paths, &session.manifest_sha256)
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+
+    let arbitrary = matches!(mode, Mode::Arbitrary(_));
+    let mut reductions = Vec::new();
+    let sealed = plan_seal(&session, arbitrary, &mut reductions)?;
+    harden_write_set(paths, &session, start, &mut reductions)?;
+    let mask_repo_config = plan_repo_config(paths, &session, start, &mut reductions)?;
+    let (owner, user_name) = record_runtime_state(paths, &session, start, reductions)?;
+    if mask_repo_config && start == Start::Root {
+        mask_repo_config_files(paths)?;
+    }
+    let child_env = provider_env(paths, &session, env, owner, user_name)?;
+
+    let link = if arbitrary {
+        None
+    } else {
+        Some(chain::create_link().map_err(|e| Refusal::new("chain_failed", e.to_string()))?)
+    };
+
+    drop_privileges(
+        sys,
+        Target {
+            uid: session.host_uid,
+            gid: session.host_gid,
+        },
+        start,
+    )
+    .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+
+    if sealed {
+        // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
+        seal_self(paths)?;
+    }
+
+    let cmd = provider_command(paths, mode, child_env, link.as_ref())?;
+    // Recorded last, right before the session starts.
+    let clear_privileges = Some(record_privileges(paths));
+    let handback = record_handback(paths, &session);
+    Ok(Prepared {
+        cmd,
+        _link: link,
+        handback,
+        clear_privileges,
+    })
+}
+
+/// What outlives the session in its write set, recorded for the sweep of setuid/setgid bits
+/// and file capabilities at its end.
+fn record_privileges(paths: &Paths) -> execguard_session::privileges::Sweep {
+    let log = crate::audit::policy_log(paths).map(|(log, _)| log);
+    execguard_session::privileges::Sweep::starting_now(
+        execguard_session::privileges::lasting_roots(
+            &execguard_seal::Partition::new(seal_roots(paths)),
+            &execguard_seal::world::World::default(),
+        ),
+        log,
+    )
+}
+
+/// Who starts the session: root (the runtime state is recorded, the write set's mounts
+/// hardened with the capabilities held until the drop), or the session's own user (a
+/// read-only root only, strict only).
+fn check_start(sys: &dyn Syscall, session: &SessionEnv) -> Result<Start, Refusal> {
     let as_root = sys::geteuid() == 0;
     let start = match (as_root, session.mutability) {
         // A read-only root started as root: the entrypoint records the runtime state and
@@ -279,12 +351,16 @@ fn prepare(
             ),
         ));
     }
+    Ok(start)
+}
 
-    manifest::verify_manifest(paths, &session.manifest_sha256)
-        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
-
-    let arbitrary = matches!(mode, Mode::Arbitrary(_));
-    let mut reductions = Vec::new();
+/// The reductions of the profile and the mode, and whether the session is sealed: strict
+/// sessions are, unless the kernel cannot and the operator accepted that.
+fn plan_seal(
+    session: &SessionEnv,
+    arbitrary: bool,
+    reductions: &mut Vec<Reduction>,
+) -> Result<bool, Refusal> {
     if session.profile == execguard_policy::Profile::Breakglass {
         reductions.push(Reduction::Profile(execguard_policy::Profile::Breakglass));
     }
@@ -314,6 +390,16 @@ fn prepare(
             sealed = false;
         }
     }
+    Ok(sealed)
+}
+
+/// `noexec` for the write set, made (root) or required to be there.
+fn harden_write_set(
+    paths: &Paths,
+    session: &SessionEnv,
+    start: Start,
+    reductions: &mut Vec<Reduction>,
+) -> Result<(), Refusal> {
     // noexec for the write set: the one kernel control for mappings (mmap PROT_EXEC) of files
     // the session writes. Profiles that allow workspace-built programs keep exec there.
     let strict = session.profile == execguard_policy::Profile::Strict;
@@ -362,7 +448,18 @@ fn prepare(
         );
         reductions.push(Reduction::ExecMappings);
     }
+    Ok(())
+}
 
+/// Whether the workspace's own provider configuration is masked (strict, unless
+/// acknowledged); an unprivileged start that cannot mask it is refused.
+fn plan_repo_config(
+    paths: &Paths,
+    session: &SessionEnv,
+    start: Start,
+    reductions: &mut Vec<Reduction>,
+) -> Result<bool, Refusal> {
+    let strict = session.profile == execguard_policy::Profile::Strict;
     // The workspace's own provider configuration: not loaded in strict unless acknowledged
     // (masked below, after the runtime state exists).
     if strict && session.repo_config_acknowledged {
@@ -382,7 +479,17 @@ fn prepare(
             ));
         }
     }
+    Ok(mask_repo_config)
+}
 
+/// The runtime state (and, on a writable root, the mapped user) recorded by root; the
+/// owner of the provider home and the session's user name.
+fn record_runtime_state(
+    paths: &Paths,
+    session: &SessionEnv,
+    start: Start,
+    reductions: Vec<Reduction>,
+) -> Result<(Option<(u32, u32)>, String), Refusal> {
     let state = RuntimeState {
         agent: session.agent,
         profile: session.profile,
@@ -410,20 +517,34 @@ fn prepare(
     } else {
         None
     };
-    if mask_repo_config && start == Start::Root {
-        let masked = crate::repo_config::mask(&paths.workspace, &paths.run_dir.join("repo-config-masks"))
-            .map_err(|e| Refusal::new(
-                "repo_config_unmaskable",
-                format!("{e}; remove it from the workspace or set {}=<today, UTC> to let the provider load it", crate::env::VAR_REPO_CONFIG_ACK),
-            ))?;
-        if !masked.is_empty() {
-            eprintln!(
-                "{NAME}: not loading the workspace's provider configuration: {} (strict; {}=<today> loads it)",
-                masked.join(", "),
-                crate::env::VAR_REPO_CONFIG_ACK
-            );
-        }
+    Ok((owner, user_name))
+}
+
+/// Masks the workspace's provider configuration files (root).
+fn mask_repo_config_files(paths: &Paths) -> Result<(), Refusal> {
+    let masked = crate::repo_config::mask(&paths.workspace, &paths.run_dir.join("repo-config-masks"))
+        .map_err(|e| Refusal::new(
+            "repo_config_unmaskable",
+            format!("{e}; remove it from the workspace or set {}=<today, UTC> to let the provider load it", crate::env::VAR_REPO_CONFIG_ACK),
+        ))?;
+    if !masked.is_empty() {
+        eprintln!(
+            "{NAME}: not loading the workspace's provider configuration: {} (strict; {}=<today> loads it)",
+            masked.join(", "),
+            crate::env::VAR_REPO_CONFIG_ACK
+        );
     }
+    Ok(())
+}
+
+/// The provider home seeded, and the provider's environment.
+fn provider_env(
+    paths: &Paths,
+    session: &SessionEnv,
+    env: &[(OsString, OsString)],
+    owner: Option<(u32, u32)>,
+    user_name: String,
+) -> Result<Vec<(OsString, OsString)>, Refusal> {
     let report = home::seed_home(paths, session.agent, owner)
         .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
     for skipped in &report.skipped {
@@ -435,41 +556,36 @@ fn prepare(
     child_env.retain(|(k, _)| k != "USER" && k != "LOGNAME");
     child_env.push(("USER".into(), user_name.clone().into()));
     child_env.push(("LOGNAME".into(), user_name.into()));
+    Ok(child_env)
+}
 
-    let link = if arbitrary {
-        None
-    } else {
-        Some(chain::create_link().map_err(|e| Refusal::new("chain_failed", e.to_string()))?)
-    };
-
-    drop_privileges(
-        sys,
-        Target {
-            uid: session.host_uid,
-            gid: session.host_gid,
+/// PID 1 seals itself; the provider and everything it starts inherit the seal.
+fn seal_self(paths: &Paths) -> Result<(), Refusal> {
+    // PID 1 seals itself; the provider and everything it starts inherit the seal.
+    let roots = seal_roots(paths);
+    // The W^X partition and the session seccomp filter; the image makes its own noexec
+    // mounts, so none are made here.
+    execguard_seal::seal(
+        &execguard_seal::Partition::new(roots),
+        &execguard_seal::Options {
+            memfd_noexec: true,
+            mounts: execguard_seal::MountsMode::Off,
+            reduced: None,
+            world: None,
         },
-        start,
     )
     .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    Ok(())
+}
 
-    if sealed {
-        // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
-        // PID 1 seals itself; the provider and everything it starts inherit the seal.
-        let roots = seal_roots(paths);
-        // The W^X partition and the session seccomp filter; the image makes its own noexec
-        // mounts, so none are made here.
-        execguard_seal::seal(
-            &execguard_seal::Partition::new(roots),
-            &execguard_seal::Options {
-                memfd_noexec: true,
-                mounts: execguard_seal::MountsMode::Off,
-                reduced: None,
-                world: None,
-            },
-        )
-        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
-    }
-
+/// The command the session starts: the provider wrapper (with its end of the chain) or the
+/// arbitrary command, in the workspace.
+fn provider_command(
+    paths: &Paths,
+    mode: &Mode,
+    child_env: Vec<(OsString, OsString)>,
+    link: Option<&chain::ChainLink>,
+) -> Result<Command, Refusal> {
     let mut cmd = match mode {
         Mode::Arbitrary(argv) => {
             let mut c = Command::new(&argv[0]);
@@ -490,7 +606,7 @@ fn prepare(
         paths.agent_home()
     };
     cmd.current_dir(cwd);
-    if let Some(link) = &link {
+    if let Some(link) = link {
         let fd = link.wrapper_end.as_raw_fd();
         cmd.env(chain::VAR_CHAIN_FD, fd.to_string());
         // SAFETY: the hook runs in the forked child before exec and only calls fcntl, which is
@@ -501,16 +617,13 @@ fn prepare(
             });
         }
     }
-    // Recorded last, right before the session starts.
-    let log = crate::audit::policy_log(paths).map(|(log, _)| log);
-    let clear_privileges = Some(execguard_session::privileges::Sweep::starting_now(
-        execguard_session::privileges::lasting_roots(
-            &execguard_seal::Partition::new(seal_roots(paths)),
-            &execguard_seal::world::World::default(),
-        ),
-        log.clone(),
-    ));
-    let handback = Some({
+    Ok(cmd)
+}
+
+/// The session's repositories, recorded for the hand-back (every profile, docs/handback.md).
+fn record_handback(paths: &Paths, session: &SessionEnv) -> Option<Handback> {
+    Some({
+        let log = crate::audit::policy_log(paths).map(|(log, _)| log);
         handback::record(
             "entrypoint",
             &paths.workspace,
@@ -522,12 +635,6 @@ fn prepare(
             eprintln!("{NAME}: warning: cannot record the workspace's repositories ({}): what the session plants in them is not quarantined", e.source);
             *e.unrecorded
         })
-    });
-    Ok(Prepared {
-        cmd,
-        _link: link,
-        handback,
-        clear_privileges,
     })
 }
 
