@@ -80,13 +80,14 @@ fn service() -> Service {
     Service { port, accepted }
 }
 
-/// Direct, then through the session's proxy: each prints curl's status (`000` when the
-/// connection failed).
+/// Direct (as the session's `NO_PROXY` sends a loopback name), then through the session's
+/// proxy by address and by name (`--noproxy ''` overrides `NO_PROXY`): each prints curl's
+/// status (`000` when the connection failed).
 fn reach(port: u16) -> String {
     format!(
-        "curl -s --noproxy '*' -m 5 -o /dev/null -w 'direct=%{{http_code}}\\n' http://127.0.0.1:{port}/; \
-         curl -s -m 5 -o /dev/null -w 'proxied=%{{http_code}}\\n' http://127.0.0.1:{port}/; \
-         curl -s -m 5 -o /dev/null -w 'byname=%{{http_code}}\\n' http://localhost:{port}/; true"
+        "curl -s -m 5 -o /dev/null -w 'direct=%{{http_code}}\\n' http://127.0.0.1:{port}/; \
+         curl -s --noproxy '' -m 5 -o /dev/null -w 'proxied=%{{http_code}}\\n' http://127.0.0.1:{port}/; \
+         curl -s --noproxy '' -m 5 -o /dev/null -w 'byname=%{{http_code}}\\n' http://localhost:{port}/; true"
     )
 }
 
@@ -163,6 +164,29 @@ fn the_hosts_loopback_services_are_out_of_reach_unless_a_port_is_declared() {
                 .is_some_and(|a| a.contains("host_network"))),
             "{}: the reduction is not in the start record",
             who.label()
+        );
+    }
+}
+
+#[test]
+fn the_sessions_own_loopback_services_are_reached_as_everyday_work_expects() {
+    // A test server the session starts on localhost, and a client that honours the proxy
+    // variables (curl): reached directly, in the session's own namespace.
+    for who in identities() {
+        let f = fixture("net-own", &who);
+        let o = session(
+            &f,
+            &[],
+            "python3 -m http.server 18765 --bind 127.0.0.1 >/dev/null 2>&1 & \
+             for i in $(seq 50); do curl -s -m 2 -o /dev/null -w '%{http_code}\n' http://localhost:18765/ | grep -q 200 && break; sleep 0.1; done; \
+             curl -s -m 5 -o /dev/null -w 'own=%{http_code}\n' http://localhost:18765/; kill $!",
+            &[],
+        );
+        assert!(
+            text(&o.stdout).contains("own=200"),
+            "{}: {}",
+            who.label(),
+            shown(&o)
         );
     }
 }

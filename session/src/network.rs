@@ -33,8 +33,10 @@ pub struct Network {
     pub profile: Option<execguard_policy::Profile>,
 }
 
-/// The session's proxy variables for `port`; `NO_PROXY` goes (a name in it would be tried
-/// directly, and nothing is reachable directly).
+/// The session's proxy variables for `port`. The operator's `NO_PROXY` goes (a name in it
+/// would be tried directly, and nothing outside is reachable directly); the session's own
+/// loopback takes its place: a test server the session starts on `localhost`, or a declared
+/// host port, is reached directly inside the session's namespace, never the host's.
 pub fn apply_env(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>, port: u16) {
     const NAMES: [&str; 8] = [
         "HTTPS_PROXY",
@@ -50,6 +52,9 @@ pub fn apply_env(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>, port: 
     let url = format!("http://127.0.0.1:{port}");
     for name in &NAMES[..6] {
         env.push((name.into(), url.clone().into()));
+    }
+    for name in &NAMES[6..] {
+        env.push((name.into(), "localhost,127.0.0.1,::1".into()));
     }
 }
 
@@ -398,7 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn the_proxy_variables_replace_the_operators_and_no_proxy_goes() {
+    fn the_proxy_variables_replace_the_operators_and_no_proxy_is_the_sessions_loopback() {
         let mut env = vec![
             ("NO_PROXY".into(), "registry.npmjs.org".into()),
             ("https_proxy".into(), "http://corp:8080".into()),
@@ -408,7 +413,7 @@ mod tests {
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("https_proxy"), Some("http://127.0.0.1:4242".into()));
         assert_eq!(get("ALL_PROXY"), Some("http://127.0.0.1:4242".into()));
-        assert_eq!(get("NO_PROXY"), None);
+        assert_eq!(get("NO_PROXY"), Some("localhost,127.0.0.1,::1".into()));
         assert_eq!(get("PATH"), Some("/bin".into()));
     }
 }
