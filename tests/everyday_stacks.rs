@@ -10,10 +10,9 @@
 mod support;
 
 use execguard_testkit::{identities, in_ci, skip, Identity};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const EXECGUARD: &str = env!("CARGO_BIN_EXE_execguard");
+use std::path::Path;
+use std::process::Output;
+use support::text;
 
 /// One stack: the files of its project, the command that builds and runs it, and what the
 /// command prints when it worked.
@@ -154,34 +153,19 @@ fn stacks() -> Vec<Stack> {
     ]
 }
 
-struct Scene {
-    who: Identity,
-    base: PathBuf,
-    ws: PathBuf,
-    home: PathBuf,
-    audit: PathBuf,
+/// A scenario's directories (`support::Scene`) and the stacks' session in them.
+struct Scene(support::Scene);
+
+impl std::ops::Deref for Scene {
+    type Target = support::Scene;
+    fn deref(&self) -> &support::Scene {
+        &self.0
+    }
 }
 
 impl Scene {
     fn new(who: Identity, name: &str) -> Scene {
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "stacks-{name}-{}-{}",
-            who.uid(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&base);
-        let (ws, home) = (base.join("ws"), base.join("home"));
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        let audit = base.join("audit.jsonl");
-        std::fs::write(&audit, b"").unwrap();
-        Scene {
-            who,
-            base,
-            ws,
-            home,
-            audit,
-        }
+        Scene(support::Scene::new(who, &format!("stacks-{name}")))
     }
 
     fn make(&self, stack: &Stack) {
@@ -193,39 +177,18 @@ impl Scene {
         self.who.own(&self.base);
     }
 
+    /// The session, with `/usr/local/bin` (go) and none of the caller's toolchain homes.
     fn run(&self, profile: &str, script: &str) -> Output {
-        let mut c = Command::new(EXECGUARD);
-        c.args(["run", "--profile", profile, "--workspace"])
-            .arg(&self.ws)
-            .arg("--audit")
-            .arg(&self.audit)
-            .args(["--", "/bin/sh", "-c", script])
-            .current_dir(&self.ws)
+        self.session(profile, script)
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("EXECGUARD_LIB", &support::tools().lib)
-            .env_remove("EXECGUARD_POLICY")
-            .env_remove("LD_PRELOAD")
             .env_remove("CARGO_HOME")
             .env_remove("RUSTUP_HOME")
             .env_remove("CARGO_TARGET_DIR")
             .env_remove("GOPATH")
-            .env_remove("GOCACHE");
-        self.who.apply(&mut c);
-        c.env("HOME", &self.home);
-        c.output().unwrap()
+            .env_remove("GOCACHE")
+            .output()
+            .unwrap()
     }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.base);
-        }
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Did the person see a refusal with its way forward: a refusal line ending in one, or the

@@ -5,38 +5,33 @@
 //! wrote; after the hand-back that command runs nothing of it. Each test writes a marker when
 //! the session's code runs.
 
+mod support;
+
 use execguard_testkit::{identities, Identity};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 const PROFILES: [&str; 2] = ["strict", "development"];
 
-/// One scenario's directories: `base/ws` the workspace, `base/home` the session's and the
-/// operator's `HOME`, `base/pwned` the marker the session's code writes when it runs.
+/// One scenario (`support::Scene`: `base/ws` the workspace, `base/home` the session's and the
+/// operator's `HOME`) in one profile; `base/pwned` is the marker the session's code writes
+/// when it runs.
 struct Case {
-    who: Identity,
-    base: PathBuf,
-    ws: PathBuf,
-    home: PathBuf,
+    scene: support::Scene,
     profile: &'static str,
+}
+
+impl std::ops::Deref for Case {
+    type Target = support::Scene;
+    fn deref(&self) -> &support::Scene {
+        &self.scene
+    }
 }
 
 impl Case {
     fn new(who: Identity, name: &str, profile: &'static str) -> Case {
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "handback-{name}-{profile}-{}-{}",
-            who.uid(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&base);
-        let (ws, home) = (base.join("ws"), base.join("home"));
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
         Case {
-            who,
-            base,
-            ws,
-            home,
+            scene: support::Scene::new(who, &format!("handback-{name}-{profile}")),
             profile,
         }
     }
@@ -142,14 +137,6 @@ impl Case {
             "[{}] {what} ran what the session wrote; the session said: {err}",
             self.label()
         );
-    }
-}
-
-impl Drop for Case {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.base);
-        }
     }
 }
 

@@ -9,42 +9,24 @@ mod support;
 use execguard_testkit::{identities, Identity};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+use support::{denial_lines, text};
 
-const EXECGUARD: &str = env!("CARGO_BIN_EXE_execguard");
 const STRICT_WAY: &str = "native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`";
 
-/// One scenario's directories, owned by its user: the workspace, a home of its own and the
-/// audit log, under the target dir (not a mutable root itself).
-struct Scene {
-    who: Identity,
-    base: PathBuf,
-    ws: PathBuf,
-    home: PathBuf,
-    audit: PathBuf,
+/// A scenario's directories (`support::Scene`) and what these tests do in them.
+struct Scene(support::Scene);
+
+impl std::ops::Deref for Scene {
+    type Target = support::Scene;
+    fn deref(&self) -> &support::Scene {
+        &self.0
+    }
 }
 
 impl Scene {
     fn new(who: Identity, name: &str) -> Scene {
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "refusals-{name}-{}-{}",
-            who.uid(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&base);
-        let (ws, home) = (base.join("ws"), base.join("home"));
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        let audit = base.join("audit.jsonl");
-        std::fs::write(&audit, b"").unwrap();
-        who.own(&base);
-        Scene {
-            who,
-            base,
-            ws,
-            home,
-            audit,
-        }
+        Scene(support::Scene::new(who, &format!("refusals-{name}")))
     }
 
     /// An ELF the session "built": a copy of `/bin/true` at `rel` in the workspace.
@@ -64,21 +46,7 @@ impl Scene {
 
     /// `execguard run --profile PROFILE -- sh -c SCRIPT` in the workspace.
     fn run(&self, profile: &str, script: &str) -> Output {
-        let mut c = Command::new(EXECGUARD);
-        c.args(["run", "--profile", profile, "--workspace"])
-            .arg(&self.ws)
-            .arg("--audit")
-            .arg(&self.audit)
-            .args(["--", "/bin/sh", "-c", script])
-            .current_dir(&self.ws)
-            .env("PATH", "/usr/bin:/bin")
-            // The guard of these sources (a cdylib no test target links is not rebuilt else).
-            .env("EXECGUARD_LIB", &support::tools().lib)
-            .env_remove("EXECGUARD_POLICY")
-            .env_remove("LD_PRELOAD");
-        self.who.apply(&mut c);
-        c.env("HOME", &self.home);
-        c.output().unwrap()
+        self.session(profile, script).output().unwrap()
     }
 
     /// The guard's refusals in the audit log.
@@ -90,31 +58,6 @@ impl Scene {
             .filter(|r| r["decision"] == "deny")
             .collect()
     }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.base);
-        }
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// The refusal lines on stderr as (reason, path, way forward).
-fn denial_lines(stderr: &str) -> Vec<(String, String, String)> {
-    stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("execguard: denied "))
-        .map(|r| {
-            let (reason, rest) = r.split_once(": ").unwrap();
-            let (path, way) = rest.rsplit_once(" -- ").unwrap_or((rest, ""));
-            (reason.into(), path.into(), way.into())
-        })
-        .collect()
 }
 
 fn assert_one_line(out: &Output, reason: &str, path: &Path, way: &str, who: &Identity) {

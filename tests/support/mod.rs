@@ -508,15 +508,7 @@ impl Outcome {
     /// Every refusal line on stderr, as (reason, path, way forward); the way forward is
     /// empty on a line that lacks one.
     pub fn denial_lines(&self) -> Vec<(String, String, String)> {
-        self.stderr
-            .lines()
-            .filter_map(|l| l.strip_prefix("execguard: denied "))
-            .filter_map(|r| {
-                let (reason, rest) = r.split_once(": ")?;
-                let (path, way) = rest.rsplit_once(" -- ").unwrap_or((rest, ""));
-                Some((reason.to_string(), path.to_string(), way.to_string()))
-            })
-            .collect()
+        denial_lines(&self.stderr)
     }
 
     pub fn has_denial(&self, reason: &str) -> bool {
@@ -565,4 +557,88 @@ impl std::fmt::Display for Outcome {
             self.what, self.code, self.stdout, self.stderr
         )
     }
+}
+
+/// One scenario's directories, owned by its user, under the target dir (not a mutable root
+/// itself): `base/ws` the workspace, `base/home` a home of its own, `base/audit.jsonl` its
+/// audit log. Removed when dropped, unless the test failed (kept to look at).
+pub struct Scene {
+    pub who: execguard_testkit::Identity,
+    pub base: PathBuf,
+    pub ws: PathBuf,
+    pub home: PathBuf,
+    pub audit: PathBuf,
+}
+
+impl Scene {
+    /// The directories of scenario `name` for `who` (one set per user and test process).
+    pub fn new(who: execguard_testkit::Identity, name: &str) -> Scene {
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "{name}-{}-{}",
+            who.uid(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        let (ws, home) = (base.join("ws"), base.join("home"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let audit = base.join("audit.jsonl");
+        std::fs::write(&audit, b"").unwrap();
+        who.own(&base);
+        Scene {
+            who,
+            base,
+            ws,
+            home,
+            audit,
+        }
+    }
+
+    /// `execguard run --profile PROFILE --workspace WS --audit AUDIT -- /bin/sh -c SCRIPT` in
+    /// the workspace, as the scene's user with its own home, `PATH=/usr/bin:/bin`, the guard
+    /// of these sources and no policy or preload of the caller's.
+    pub fn session(&self, profile: &str, script: &str) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
+        c.args(["run", "--profile", profile, "--workspace"])
+            .arg(&self.ws)
+            .arg("--audit")
+            .arg(&self.audit)
+            .args(["--", "/bin/sh", "-c", script])
+            .current_dir(&self.ws)
+            .env("PATH", "/usr/bin:/bin")
+            // The guard of these sources (a cdylib no test target links is not rebuilt else).
+            .env("EXECGUARD_LIB", &tools().lib)
+            .env_remove("EXECGUARD_POLICY")
+            .env_remove("LD_PRELOAD");
+        self.who.apply(&mut c);
+        c.env("HOME", &self.home);
+        c
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.base);
+        }
+    }
+}
+
+/// Bytes of a child's output as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Every refusal line in `stderr`, as (reason, path, way forward); the way forward is empty on
+/// a line that lacks one.
+pub fn denial_lines(stderr: &str) -> Vec<(String, String, String)> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("execguard: denied "))
+        .filter_map(|r| {
+            let (reason, rest) = r.split_once(": ")?;
+            let (path, way) = rest.rsplit_once(" -- ").unwrap_or((rest, ""));
+            Some((reason.to_string(), path.to_string(), way.to_string()))
+        })
+        .collect()
 }
