@@ -33,6 +33,11 @@ struct Cli {
     /// The guard to measure (LD_PRELOAD-able), e.g. target/release/libexecguard.so.
     #[arg(long, value_name = "PATH")]
     guard: Option<PathBuf>,
+    /// Also measure `execguard run`'s real session (variant `session`): this CLI starts each
+    /// measured program in a sealed session with the --guard library; each sample is less
+    /// the same session running nothing (`/bin/true`), so it counts the workload alone.
+    #[arg(long, value_name = "PATH", requires = "guard")]
+    session: Option<PathBuf>,
     /// Another preload library measured side by side (repeatable).
     #[arg(long, value_name = "PATH")]
     compare: Vec<PathBuf>,
@@ -308,17 +313,20 @@ fn real_main(cli: Cli) -> Result<(), String> {
         name: "plain".into(),
         label: "no preload".into(),
         lib: None,
+        session: None,
     }];
     variants.push(Variant {
         name: "floor-c".into(),
         label: "empty C shared library (cc -shared -fPIC -O2), exports nothing".into(),
         lib: Some(assets::build_floor_c(&src_dir, &lib_dir)?),
+        session: None,
     });
     match assets::build_floor_rust(&src_dir, &lib_dir) {
         Ok(lib) => variants.push(Variant {
             name: "floor-rust".into(),
             label: "empty #![no_std] Rust cdylib (rustc -C opt-level=3 -C lto -C panic=abort), exports nothing".into(),
             lib: Some(lib),
+            session: None,
         }),
         Err(e) => loud(&format!("Rust floor not built, variant skipped: {e}")),
     }
@@ -330,6 +338,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             name,
             label,
             lib: Some(lib),
+            session: None,
         });
         Ok(())
     };
@@ -351,7 +360,18 @@ fn real_main(cli: Cli) -> Result<(), String> {
         );
         add_lib(name, label, c)?;
     }
-    for v in &variants {
+    if let (Some(cli_path), Some(g)) = (&cli.session, &cli.guard) {
+        variants.push(Variant {
+            name: "session".into(),
+            label: format!(
+                "`{} run --workspace W -- PROGRAM`: the guard under the session's own policy, sealed, less the session's start",
+                cli_path.display()
+            ),
+            lib: Some(g.canonicalize().map_err(|e| format!("--guard {}: {e}", g.display()))?),
+            session: Some(cli_path.canonicalize().map_err(|e| format!("--session {}: {e}", cli_path.display()))?),
+        });
+    }
+    for v in variants.iter().filter(|v| v.session.is_none()) {
         check_preload(v, &env)?;
     }
     if cli.guard.is_some() && cli.bin_dir.is_none() {

@@ -36,6 +36,9 @@ pub struct Variant {
     /// What it is, for the report.
     pub label: String,
     pub lib: Option<PathBuf>,
+    /// `execguard run`'s real session (its policy, seal and wrappers): this CLI starts each
+    /// measured program, with `lib` as its guard (`EXECGUARD_LIB`) instead of `LD_PRELOAD`.
+    pub session: Option<PathBuf>,
 }
 
 /// The environment every variant shares, applied to all variants alike, so
@@ -94,8 +97,15 @@ impl Env {
         for (k, v) in self.base.iter().chain(&self.pairs) {
             cmd.env(k, v);
         }
-        if let Some(lib) = &variant.lib {
-            cmd.env("LD_PRELOAD", lib);
+        match (&variant.lib, &variant.session) {
+            // The session makes its own policy and preloads the guard itself.
+            (Some(lib), Some(_)) => {
+                cmd.env_remove("EXECGUARD_POLICY").env("EXECGUARD_LIB", lib);
+            }
+            (Some(lib), None) => {
+                cmd.env("LD_PRELOAD", lib);
+            }
+            (None, _) => {}
         }
     }
 }

@@ -222,6 +222,9 @@ impl Workload {
         if !matches!(self.kind, Kind::ChildPreload { .. }) {
             ctx.env.apply(&mut cmd, variant);
         }
+        if let Some(cli) = &variant.session {
+            return self.sample_in_session(cli, cmd, ctx, timeout);
+        }
         let out = run(cmd, ctx.scratch, timeout)?;
         let note = note(&out.stderr);
         match &self.kind {
@@ -253,6 +256,63 @@ impl Workload {
                 note,
             }),
         }
+    }
+}
+
+impl Workload {
+    /// `cmd` started by `execguard run` in a sealed session, less the same session running
+    /// `/bin/true`: what the workload costs inside a session, without the session's start.
+    fn sample_in_session(
+        &self,
+        cli: &Path,
+        cmd: Command,
+        ctx: &Ctx<'_>,
+        timeout: Duration,
+    ) -> Result<Sample, String> {
+        if !matches!(self.kind, Kind::Chain { .. } | Kind::Shell { .. }) {
+            return Err("the session variant measures the exec chain and the shell loop only (--only exec_chain,shell_loop)".into());
+        }
+        let ws = ctx.scratch.join("session-ws");
+        std::fs::create_dir_all(&ws).map_err(|e| format!("{}: {e}", ws.display()))?;
+        let in_session = |program: &std::ffi::OsStr, args: Vec<&std::ffi::OsStr>| {
+            let mut c = Command::new(cli);
+            c.arg("run")
+                .arg("--workspace")
+                .arg(&ws)
+                .arg("--")
+                .arg(program)
+                .args(args);
+            // The variant's environment (Env::apply cleared the rest), without a preload.
+            c.env_clear();
+            for (k, v) in cmd.get_envs() {
+                if let Some(v) = v {
+                    c.env(k, v);
+                }
+            }
+            c
+        };
+        let full = run(
+            in_session(cmd.get_program(), cmd.get_args().collect()),
+            ctx.scratch,
+            timeout,
+        )?;
+        if full.stderr.contains("denied") {
+            return Err(format!(
+                "refused in the session: {}",
+                first_line(&full.stderr)
+            ));
+        }
+        let empty = run(
+            in_session(std::ffi::OsStr::new("/bin/true"), vec![]),
+            ctx.scratch,
+            timeout,
+        )?;
+        Ok(Sample {
+            wall: (full.wall.as_secs_f64() - empty.wall.as_secs_f64()) * 1e3,
+            cpu: (full.cpu.as_secs_f64() - empty.cpu.as_secs_f64()) * 1e3,
+            first: None,
+            note: note(&full.stderr),
+        })
     }
 }
 
