@@ -511,3 +511,87 @@ fn execguard_audit_shows_each_quarantine() {
         );
     });
 }
+
+/// Item 6 of the hand-back's rest: every repository the session could write anywhere in its
+/// write set, not only the workspace's: one under a `--share` path, one in a shared `/tmp`,
+/// and the bare repository the shared one pushes to (a local URL in its config). The session
+/// plants a hook in each; the operator's commit in each and push to the bare one run none. The
+/// control: the operator's own hook in the shared repository, there before the session, runs.
+#[test]
+fn a_repository_anywhere_in_the_write_set_is_handed_back() {
+    each_case("write-set", |c| {
+        let shared = c.home.join(".shared");
+        let shared_repo = shared.join("repo");
+        c.repo(&shared_repo);
+        let tmp = PathBuf::from(format!(
+            "/tmp/execguard-handback-{}-{}-{}",
+            c.who.uid(),
+            c.profile,
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let tmp_repo = tmp.join("repo");
+        std::fs::create_dir_all(&tmp_repo).unwrap();
+        c.who.own(&tmp);
+        c.repo(&tmp_repo);
+        let up = tmp.join("up.git");
+        std::fs::create_dir_all(&up).unwrap();
+        c.who.own(&tmp);
+        c.git_ok(&up, &["init", "-q", "--bare"]);
+        c.git_ok(&shared_repo, &["remote", "add", "up", up.to_str().unwrap()]);
+        let own = c.base.join("operators-hook-ran");
+        let own_hook = shared_repo.join(".git/hooks/post-commit");
+        std::fs::write(&own_hook, format!("#!/bin/sh\ntouch {}\n", own.display())).unwrap();
+        std::fs::set_permissions(
+            &own_hook,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        c.who.own(&c.base);
+        c.who.own(&tmp);
+        let plant = |hook: &Path| format!("{HOOK} > {h} && chmod +x {h}", h = hook.display());
+        let script = format!(
+            "{} && {} && {} && echo planted",
+            plant(&shared_repo.join(".git/hooks/pre-commit")),
+            plant(&tmp_repo.join(".git/hooks/pre-commit")),
+            plant(&up.join("hooks/pre-receive")),
+        );
+        let out = c
+            .session_command_with(
+                &[
+                    "--share".as_ref(),
+                    shared.as_os_str(),
+                    "--allow-shared-temp".as_ref(),
+                ],
+                &script,
+            )
+            .output()
+            .unwrap();
+        let err = c.planted(&out);
+        for hook in [
+            shared_repo.join(".git/hooks/pre-commit"),
+            tmp_repo.join(".git/hooks/pre-commit"),
+            up.join("hooks/pre-receive"),
+        ] {
+            assert!(
+                err.contains(hook.to_str().unwrap()),
+                "[{}] {} not quarantined: {err}",
+                c.label(),
+                hook.display()
+            );
+        }
+        c.git_ok(
+            &shared_repo,
+            &["commit", "-q", "--allow-empty", "-m", "two"],
+        );
+        c.git_ok(&tmp_repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        let _ = c.git(&shared_repo, &["push", "-q", "up", "main"]);
+        c.assert_nothing_ran("git commit and git push outside the workspace", &err);
+        assert!(
+            own.exists(),
+            "[{}] the operator's own hook did not run",
+            c.label()
+        );
+        let _ = std::fs::remove_dir_all(&tmp);
+    });
+}

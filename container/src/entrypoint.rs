@@ -299,12 +299,15 @@ fn prepare(
 /// and file capabilities at its end.
 fn record_privileges(paths: &Paths) -> execguard_session::privileges::Sweep {
     let log = crate::audit::policy_log(paths).map(|(log, _)| log);
-    execguard_session::privileges::Sweep::starting_now(
-        execguard_session::privileges::lasting_roots(
-            &execguard_seal::Partition::new(seal_roots(paths)),
-            &execguard_seal::world::World::default(),
-        ),
-        log,
+    execguard_session::privileges::Sweep::starting_now(lasting_roots(paths), log)
+}
+
+/// What outlives the session in the image's write set: its mutable roots (the image makes no
+/// world of the session's own: the container is one).
+fn lasting_roots(paths: &Paths) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    execguard_session::privileges::lasting_roots(
+        &execguard_seal::Partition::new(seal_roots(paths)),
+        &execguard_seal::world::World::default(),
     )
 }
 
@@ -624,9 +627,16 @@ fn provider_command(
 fn record_handback(paths: &Paths, session: &SessionEnv) -> Option<Handback> {
     Some({
         let log = crate::audit::policy_log(paths).map(|(log, _)| log);
+        // The image's other mutable roots are handed back too.
+        let workspace = paths
+            .workspace
+            .canonicalize()
+            .unwrap_or(paths.workspace.clone());
+        let others = handback::other_roots(&workspace, &lasting_roots(paths).0, &[]);
         handback::record(
             "entrypoint",
             &paths.workspace,
+            &others,
             Some(&paths.agent_home()),
             log.as_deref(),
             session.profile,

@@ -1,4 +1,5 @@
-//! The hand-back of the workspace's repositories (docs/handback.md), every profile: their
+//! The hand-back of the repositories of the workspace and of the rest of the write set that
+//! outlives the session (docs/handback.md), every profile: their
 //! control files recorded (and each repository locked) before the session starts, and what
 //! the session planted in them quarantined once it has ended (`execguard_wrappers::takeover`).
 //! The host's supervisor and the container's PID 1 both hand back through here.
@@ -11,6 +12,9 @@ use std::path::{Path, PathBuf};
 pub struct Handback {
     snapshots: Record,
     workspace: PathBuf,
+    /// The write set's other lasting roots, each handed back as the workspace is (its
+    /// repositories at any depth, bare or not, and the local ones their config names).
+    others: Vec<(PathBuf, Record)>,
     home: Option<PathBuf>,
     audit_log: Option<PathBuf>,
     profile: execguard_policy::Profile,
@@ -29,11 +33,32 @@ pub struct RecordError {
     pub unrecorded: Box<Handback>,
 }
 
-/// Records the control files of the repositories of `workspace` (`Snapshot::record_workspace`)
-/// for the session of the user whose home is `home`.
+/// The roots of `lasting` (what outlives the session in its write set,
+/// [`crate::privileges::lasting_roots`]) handed back besides the workspace: directories only,
+/// not the exec dirs (read-only in the session), the outermost of nested ones, and none that
+/// holds the workspace or lies in it (its repositories are the workspace's record: recorded
+/// twice, the second lock would wait for the first).
+pub fn other_roots(workspace: &Path, lasting: &[PathBuf], exec_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = lasting
+        .iter()
+        .filter(|r| r.is_dir())
+        .filter(|r| !r.starts_with(workspace) && !workspace.starts_with(r))
+        .filter(|r| !exec_dirs.iter().any(|d| r.starts_with(d)))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    let all = out.clone();
+    out.retain(|r| !all.iter().any(|o| o != r && r.starts_with(o)));
+    out
+}
+
+/// Records the control files of the repositories of `workspace` and of each root of `others`
+/// (`Snapshot::record_workspace`) for the session of the user whose home is `home`.
 pub fn record(
     tool: &'static str,
     workspace: &Path,
+    others: &[PathBuf],
     home: Option<&Path>,
     audit_log: Option<&Path>,
     profile: execguard_policy::Profile,
@@ -41,6 +66,7 @@ pub fn record(
     let mut handback = Handback {
         snapshots: Record::default(),
         workspace: workspace.to_path_buf(),
+        others: Vec::new(),
         home: home.map(Path::to_path_buf),
         // By its canonical name as checked before the session: the end writes it by that name
         // with no link on the way (the session may replace the log's directory by one).
@@ -49,27 +75,37 @@ pub fn record(
         profile,
         tool,
     };
-    match Snapshot::record_workspace(workspace, home) {
-        Ok(snapshots) => {
-            handback.snapshots = snapshots;
-            Ok(handback)
+    // Each root in one order for every session, the workspace first.
+    for root in std::iter::once(workspace).chain(others.iter().map(PathBuf::as_path)) {
+        match Snapshot::record_workspace(root, home) {
+            Ok(snapshots) if root == workspace => handback.snapshots = snapshots,
+            Ok(snapshots) => handback.others.push((root.to_path_buf(), snapshots)),
+            Err(source) => {
+                return Err(RecordError {
+                    workspace: root.to_path_buf(),
+                    source,
+                    unrecorded: Box::new(handback),
+                })
+            }
         }
-        Err(source) => Err(RecordError {
-            workspace: workspace.to_path_buf(),
-            source,
-            unrecorded: Box::new(handback),
-        }),
     }
+    Ok(handback)
 }
 
 /// [`record`] for a host session under `policy`: its workspace, `$HOME`, its audit log.
-pub fn record_for_host(policy: &execguard_policy::Policy<'_>) -> Result<Handback, RecordError> {
+pub fn record_for_host(
+    policy: &execguard_policy::Policy<'_>,
+    lasting: &[PathBuf],
+    exec_dirs: &[PathBuf],
+) -> Result<Handback, RecordError> {
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let workspace = path(policy.workspace());
     record(
         "run",
-        &path(policy.workspace()),
+        &workspace,
+        &other_roots(&workspace, lasting, exec_dirs),
         home.as_deref(),
         policy.audit_log().map(path).as_deref(),
         policy.profile(),
@@ -80,13 +116,17 @@ impl Handback {
     /// Once the session has ended: quarantines what it planted (one audit record per file,
     /// one notice line on stderr).
     pub fn finish(&self) {
-        execguard_wrappers::takeover::finish_session(
-            &self.snapshots,
-            &self.workspace,
-            self.home.as_deref(),
-            self.tool,
-            self.audit_log.as_deref(),
-            self.profile,
-        );
+        let roots = std::iter::once((&self.workspace, &self.snapshots))
+            .chain(self.others.iter().map(|(r, s)| (r, s)));
+        for (root, snapshots) in roots {
+            execguard_wrappers::takeover::finish_session(
+                snapshots,
+                root,
+                self.home.as_deref(),
+                self.tool,
+                self.audit_log.as_deref(),
+                self.profile,
+            );
+        }
     }
 }

@@ -135,19 +135,25 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     let supervised = host;
     if supervised {
         let log = policy.audit_log().map(|l| Path::new(OsStr::from_bytes(l)));
+        // What outlives the session in its write set (its own temp dirs do not; its home
+        // layer is never run outside it, and `execguard home accept` clears the bits too).
+        let lasting = crate::privileges::lasting_roots(&partition, &world);
         let duties = Duties {
             end_the_rest: true,
             carry_back: true,
             // The repository hand-back (docs/handback.md), every profile: the workspace's
             // repositories are recorded now (one the session creates is checked at the end)
             // and what the session plants is quarantined when it ends.
-            handback: Some(handback::record_for_host(&policy)?),
+            // The rest of the write set that outlives the session is handed back too.
+            handback: Some(handback::record_for_host(
+                &policy,
+                &lasting.0,
+                &partition.exec_dirs,
+            )?),
             // The session's refusals, read back from its part of the audit log at the end.
             summary: log.map(crate::summary::Mark::now),
-            // What outlives the session in its write set (its own temp dirs do not; its home
-            // layer is never run outside it, and `execguard home accept` clears the bits too).
             clear_privileges: Some(crate::privileges::Sweep::starting_now(
-                crate::privileges::lasting_roots(&partition, &world),
+                lasting,
                 log.map(Path::to_path_buf),
             )),
             remove_temp: temp.clone(),
