@@ -169,6 +169,44 @@ fn the_hosts_loopback_services_are_out_of_reach_unless_a_port_is_declared() {
 }
 
 #[test]
+fn a_service_on_all_the_hosts_addresses_is_not_reached_through_them() {
+    // Bound to 0.0.0.0, a service answers on each of the host's addresses: the proxy refuses
+    // the host's own (here the one of its default route) as it refuses its loopback.
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    probe.connect("192.0.2.77:9").unwrap(); // no packet: picks the source address only
+    let own = probe.local_addr().unwrap().ip();
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    for who in identities() {
+        let f = fixture("net-own-address", &who);
+        let script = format!(
+            "curl -s -m 5 -o /dev/null -w 'proxied=%{{http_code}}\\n' http://{own}:{port}/; \
+             curl -s --noproxy '*' -m 5 -o /dev/null -w 'direct=%{{http_code}}\\n' http://{own}:{port}/; true"
+        );
+        let o = session(&f, &[], &script, &[]);
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("proxied=403"),
+            "{}: {}",
+            who.label(),
+            shown(&o)
+        );
+        assert!(out.contains("direct=000"), "{}: {}", who.label(), shown(&o));
+        assert!(
+            text(&o.stderr).contains("is an address of the host's own"),
+            "{}",
+            shown(&o)
+        );
+        assert!(
+            listener.accept().is_err(),
+            "{}: the session reached the service through {own}",
+            who.label()
+        );
+    }
+}
+
+#[test]
 fn the_sessions_own_loopback_services_are_reached_as_everyday_work_expects() {
     // A test server the session starts on localhost, and a client that honours the proxy
     // variables (curl): reached directly, in the session's own namespace.

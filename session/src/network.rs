@@ -7,8 +7,9 @@
 //!   plain http), the session's `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`. Each name is resolved
 //!   once, here, and only an address that passed the check is connected to (no DNS
 //!   rebinding): the host's loopback, link-local addresses (cloud metadata among them), the
-//!   unspecified and multicast addresses, and every address of the host's own interfaces
-//!   are refused. Each refusal is answered `403` with its reason, said on stderr once per
+//!   unspecified and multicast addresses, every address of the host's own interfaces and the
+//!   networks of its bridges (an interface with no default route: containers, VMs) are
+//!   refused. Each refusal is answered `403` with its reason, said on stderr once per
 //!   destination, and recorded in the audit log;
 //! - for each `--host-port N`, a listener on the session's `127.0.0.1:N` forwarded to the
 //!   host's `127.0.0.1:N`.
@@ -58,12 +59,34 @@ pub fn apply_env(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>, port: 
     }
 }
 
-/// Why `ip` is refused, or `None`.
-pub fn refusal(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
-    let ip = match ip {
+/// The host as the proxy checks a destination against it: its own addresses, and the networks
+/// of its interfaces that carry no default route (a bridge to containers or VMs: `docker0`,
+/// `br-*`, `virbr0`), whose members are services of this host.
+#[derive(Clone, Debug, Default)]
+pub struct Host {
+    pub own: Vec<IpAddr>,
+    /// `(address, netmask)` of each such network.
+    pub bridged: Vec<(IpAddr, IpAddr)>,
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
-    };
+    }
+}
+
+fn masked(ip: IpAddr, mask: IpAddr) -> Option<u128> {
+    match (ip, mask) {
+        (IpAddr::V4(a), IpAddr::V4(m)) => Some((u32::from(a) & u32::from(m)) as u128),
+        (IpAddr::V6(a), IpAddr::V6(m)) => Some(u128::from(a) & u128::from(m)),
+        _ => None,
+    }
+}
+
+/// Why `ip` is refused, or `None`.
+pub fn refusal(ip: IpAddr, host: &Host) -> Option<&'static str> {
+    let ip = canonical(ip);
     let link_local = match ip {
         IpAddr::V4(v4) => v4.is_link_local(),
         IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
@@ -77,46 +100,101 @@ pub fn refusal(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
         Some("a link-local address")
     } else if ip.is_multicast() || broadcast {
         Some("a multicast or broadcast address")
-    } else if own.contains(&ip) {
+    } else if host.own.contains(&ip) {
         Some("an address of the host's own")
+    } else if host
+        .bridged
+        .iter()
+        .any(|&(net, mask)| masked(ip, mask).is_some_and(|m| Some(m) == masked(net, mask)))
+    {
+        Some("on a network of the host's own bridges (its containers and VMs)")
     } else {
         None
     }
 }
 
-/// The addresses of the host's interfaces, now.
-fn own_addresses() -> Vec<IpAddr> {
+/// The interfaces that carry a default route (`/proc/net/route`, `/proc/net/ipv6_route`).
+fn default_route_interfaces() -> Vec<String> {
     let mut out = Vec::new();
+    for line in std::fs::read_to_string("/proc/net/route")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 7 && f[1] == "00000000" && f[7] == "00000000" {
+            out.push(f[0].to_string());
+        }
+    }
+    for line in std::fs::read_to_string("/proc/net/ipv6_route")
+        .unwrap_or_default()
+        .lines()
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 10 && f[0].bytes().all(|b| b == b'0') && f[1] == "00" && f[9] != "lo" {
+            out.push(f[9].to_string());
+        }
+    }
+    out
+}
+
+fn sockaddr_ip(addr: *const libc::sockaddr) -> Option<IpAddr> {
+    if addr.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null sockaddr from getifaddrs is of the family it names, live until
+    // freeifaddrs (the caller's list is still held).
+    unsafe {
+        match (*addr).sa_family as libc::c_int {
+            libc::AF_INET => {
+                let a = &*(addr as *const libc::sockaddr_in);
+                Some(IpAddr::from(u32::from_be(a.sin_addr.s_addr).to_be_bytes()))
+            }
+            libc::AF_INET6 => {
+                let a = &*(addr as *const libc::sockaddr_in6);
+                Some(IpAddr::from(a.sin6_addr.s6_addr))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The host's interfaces, now.
+fn host_now() -> Host {
+    let mut host = Host::default();
+    let defaults = default_route_interfaces();
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs writes a list head into `head`, freed below.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return out;
+        return host;
     }
     let mut at = head;
     while !at.is_null() {
-        // SAFETY: `at` is a node of the list getifaddrs returned, live until freeifaddrs; its
-        // address, when set, is a sockaddr of the family it names.
-        unsafe {
-            let addr = (*at).ifa_addr;
-            if !addr.is_null() {
-                match (*addr).sa_family as libc::c_int {
-                    libc::AF_INET => {
-                        let a = &*(addr as *const libc::sockaddr_in);
-                        out.push(IpAddr::from(u32::from_be(a.sin_addr.s_addr).to_be_bytes()));
-                    }
-                    libc::AF_INET6 => {
-                        let a = &*(addr as *const libc::sockaddr_in6);
-                        out.push(IpAddr::from(a.sin6_addr.s6_addr));
-                    }
-                    _ => {}
-                }
+        // SAFETY: `at` is a node of the list getifaddrs returned, live until freeifaddrs.
+        let (addr, mask, name, next) = unsafe {
+            let n = &*at;
+            let name = std::ffi::CStr::from_ptr(n.ifa_name)
+                .to_string_lossy()
+                .into_owned();
+            (
+                sockaddr_ip(n.ifa_addr),
+                sockaddr_ip(n.ifa_netmask),
+                name,
+                n.ifa_next,
+            )
+        };
+        if let Some(addr) = addr {
+            host.own.push(addr);
+            let bridged = name != "lo" && !defaults.contains(&name);
+            if let (true, Some(mask)) = (bridged, mask) {
+                host.bridged.push((addr, mask));
             }
-            at = (*at).ifa_next;
         }
+        at = next;
     }
     // SAFETY: frees the list getifaddrs made, once.
     unsafe { libc::freeifaddrs(head) };
-    out
+    host
 }
 
 /// What the proxy threads share: who has been told of which refusal.
@@ -276,11 +354,11 @@ fn proxy_one(inside: TcpStream, shared: &Shared) -> std::io::Result<()> {
             )
         }
     };
-    let own = own_addresses();
+    let host_now = host_now();
     let mut why = None;
     let allowed: Vec<SocketAddr> = addrs
         .into_iter()
-        .filter(|a| match refusal(a.ip(), &own) {
+        .filter(|a| match refusal(a.ip(), &host_now) {
             // A declared host port is the session's through the proxy too.
             Some(_) if a.ip().is_loopback() && shared.duty.host_ports.contains(&port) => true,
             Some(w) => {
@@ -362,7 +440,13 @@ mod tests {
 
     #[test]
     fn the_host_and_its_neighbours_are_refused_the_internet_is_not() {
-        let own: Vec<IpAddr> = vec!["10.1.2.3".parse().unwrap()];
+        let own = Host {
+            own: vec!["10.1.2.3".parse().unwrap()],
+            bridged: vec![(
+                "172.17.0.1".parse().unwrap(),
+                "255.255.0.0".parse().unwrap(),
+            )],
+        };
         for refused in [
             "127.0.0.1",
             "127.1.2.3",
@@ -376,13 +460,15 @@ mod tests {
             "255.255.255.255",
             "10.1.2.3",
             "::ffff:10.1.2.3",
+            "172.17.0.2",
+            "172.17.255.9",
         ] {
             assert!(
                 refusal(refused.parse().unwrap(), &own).is_some(),
                 "{refused}"
             );
         }
-        for allowed in ["104.16.0.1", "2606:4700::1", "10.1.2.4"] {
+        for allowed in ["104.16.0.1", "2606:4700::1", "10.1.2.4", "172.18.0.2"] {
             assert_eq!(refusal(allowed.parse().unwrap(), &own), None, "{allowed}");
         }
     }
