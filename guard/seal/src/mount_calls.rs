@@ -68,6 +68,8 @@ pub(crate) fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Res
 }
 
 /// `mount_setattr`'s flags (`<linux/mount.h>`), which the libc crate does not name.
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
 pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
 
 pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
@@ -115,7 +117,7 @@ pub(crate) fn flags_of(fd: &std::os::fd::OwnedFd) -> Option<libc::c_ulong> {
 /// must not lead the name to another mount and leave this one executable. Adding
 /// (`mount_setattr`, Linux 5.12) keeps every flag the mount has, locked ones included.
 pub(crate) fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<(), SealError> {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     let (fd, id) = reach(point).map_err(|e| SealError::Noexec {
         detail: format!("{}: {e}", point.display()),
     })?;
@@ -130,6 +132,17 @@ pub(crate) fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<
             ),
         });
     }
+    set_attrs(fd.as_fd(), attrs).map_err(|e| SealError::Noexec {
+        detail: format!("mount_setattr {}: {e}", point.display()),
+    })?;
+    forget();
+    Ok(())
+}
+
+/// Adds `attrs` to the mount `fd` is on (`mount_setattr(2)`, Linux 5.12): every flag the
+/// mount has stays, locked ones included.
+pub(crate) fn set_attrs(fd: std::os::fd::BorrowedFd<'_>, attrs: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
     /// `struct mount_attr`.
     #[repr(C)]
     struct MountAttr {
@@ -144,9 +157,9 @@ pub(crate) fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<
         propagation: 0,
         userns_fd: 0,
     };
-    // SAFETY: `fd` is open, the empty path is NUL-terminated, and `attr` is a readable
-    // mount_attr of the size passed; the call changes only the mount `fd` is on, in this
-    // process's own namespace.
+    // SAFETY: `fd` is open for the call (borrowed), the empty path is NUL-terminated, and
+    // `attr` is a readable mount_attr of the size passed; the call changes only the mount
+    // `fd` is on, in this process's own namespace (or a detached one).
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
@@ -158,9 +171,8 @@ pub(crate) fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<
         )
     };
     if rc != 0 {
-        return Err(fail("mount_setattr", point));
+        return Err(std::io::Error::last_os_error());
     }
-    forget();
     Ok(())
 }
 

@@ -21,6 +21,9 @@
 //! Every step that fails is a [`SealError::World`]: the caller refuses to start (it has no
 //! half-made world to run in: a reduced world is only ever asked for, by a flag).
 
+use crate::mount_calls::{
+    MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
+};
 use crate::SealError;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -148,10 +151,6 @@ const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSMOUNT_CLOEXEC: libc::c_uint = 1;
 const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
 const FSCONFIG_SET_STRING: libc::c_uint = 1;
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 
 /// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`):
 /// the object the name reaches now, whatever covers the name later.
@@ -521,35 +520,8 @@ fn empty_file() -> Result<OwnedFd, SealError> {
     }
     // SAFETY: closes the descriptor just opened.
     unsafe { libc::close(f) };
-    /// `struct mount_attr`.
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: `mnt` is open, the empty path is NUL-terminated, `attr` is a readable
-    // mount_attr of the size passed; it changes only this detached mount.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            mnt.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc != 0 {
-        return Err(last("mount_setattr", here));
-    }
+    crate::mount_calls::set_attrs(std::os::fd::AsFd::as_fd(&mnt), MOUNT_ATTR_RDONLY)
+        .map_err(|e| world_err("mount_setattr", here, e))?;
     Ok(mnt)
 }
 
