@@ -22,9 +22,10 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-rosegment");
         // Two segments, code and data, and no RELRO: RELRO costs every process an mprotect,
         // one more mapping and a copy-on-write page of its own (with layout.ld below, 11-14 µs
-        // of a 580 µs /bin/true here: benches/results/2026-12-02-round10). What it protects,
-        // the relocated vtables and the GOT, guards nothing here: a program that can write its own memory can rewrite
-        // the guard's state and the libc functions it calls, and issue execve itself; the
+        // of a 580 µs /bin/true here, in round 10: commit 51b0dd5, whose notes left the tree
+        // in 8ac49d5; git keeps them). What it protects, the relocated vtables and the GOT,
+        // guards nothing here: a program that can write its own memory can rewrite the
+        // guard's state and the libc functions it calls, and issue execve itself; the
         // kernel's W^X layers stand against that, not this library.
         println!("cargo:rustc-cdylib-link-arg=-Wl,-z,norelro");
         // Everything the loader and the initialiser write, on the data segment's first page.
