@@ -1,7 +1,24 @@
 //! Assurance: the session's start record of what it is held to, in the one audit schema.
 
-use anyhow::Result;
 use execguard_policy::Policy;
+
+/// The assurance step that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AssuranceError {
+    /// The audit log could not take the start record: the session does not start.
+    #[error("audit_unwritable: {log}: the session's start record could not be written")]
+    StartRecordUnwritable { log: String },
+}
+
+impl AssuranceError {
+    /// The stable reason code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AssuranceError::StartRecordUnwritable { .. } => "audit_unwritable",
+        }
+    }
+}
 
 /// The session's start record of what it is held to (the one audit schema: tool `run`, entry
 /// `start`, decision `notice`, reason `session_sealed` or `session_unsealed`, `path` the
@@ -13,7 +30,7 @@ pub fn record_assurance(
     sealed: bool,
     assurance: &str,
     command: &[std::ffi::OsString],
-) -> Result<()> {
+) -> Result<(), AssuranceError> {
     use std::os::unix::ffi::OsStrExt;
     let Some(log) = policy.audit_log() else {
         return Ok(());
@@ -34,10 +51,50 @@ pub fn record_assurance(
         assurance.as_bytes(),
         command.first().map_or(&b""[..], |c| c.as_bytes()),
     );
-    execguard_os::audit::append(log, &record).map_err(|_| {
-        anyhow::anyhow!(
-            "audit_unwritable: {}: the session's start record could not be written",
-            String::from_utf8_lossy(log)
-        )
+    execguard_os::audit::append(log, &record).map_err(|_| AssuranceError::StartRecordUnwritable {
+        log: String::from_utf8_lossy(log).into_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy_text(log: &std::path::Path, profile: &str) -> String {
+        format!(
+            "version = 1\nprofile = \"{profile}\"\nworkspace = \"/nonexistent-ws\"\naudit_log = \"{}\"\n",
+            log.display()
+        )
+    }
+
+    /// A reduced session is recorded; an audit log that cannot take the record refuses the
+    /// start with its reason; a strict session without `audit_allow` writes nothing.
+    #[test]
+    fn the_start_record_is_written_or_the_start_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        let log = dir.join("audit.jsonl");
+        let text = policy_text(&log, "development");
+        let policy = Policy::parse(text.as_bytes()).unwrap();
+        record_assurance(&policy, false, "reduced:unsealed", &["sh".into()]).unwrap();
+        let written = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            written.contains("session_unsealed") && written.contains("reduced:unsealed"),
+            "{written}"
+        );
+
+        std::fs::remove_file(&log).unwrap();
+        record_assurance(&policy, true, "strict", &["sh".into()]).unwrap();
+        assert!(
+            !log.exists(),
+            "a strict start without audit_allow is not recorded"
+        );
+
+        let missing = dir.join("no-such-dir/audit.jsonl");
+        let text = policy_text(&missing, "development");
+        let policy = Policy::parse(text.as_bytes()).unwrap();
+        let err = record_assurance(&policy, false, "reduced:unsealed", &["sh".into()]).unwrap_err();
+        assert_eq!(err.code(), "audit_unwritable");
+        assert!(err.to_string().starts_with("audit_unwritable: "), "{err}");
+    }
 }
