@@ -77,18 +77,82 @@ impl Identity {
         }
     }
 
-    /// Makes `cmd` run as this identity: uid, gid, no supplementary groups, and `HOME`,
-    /// `USER`, `LOGNAME` of that user. The current identity leaves `cmd` as it is.
+    /// Makes `cmd` run as this identity: uid, gid, no supplementary groups, `USER` and
+    /// `LOGNAME` of that user, and a `HOME` and an `XDG_RUNTIME_DIR` of this test's own
+    /// ([`Identity::own_dirs`]), never the user's real home or the runtime dir every test of
+    /// the user would share (`/tmp/execguard-UID`): a session writes its exec-dir record, its
+    /// home layers and its shims there. The XDG base variables the command does not name are
+    /// removed, so nothing leads back to the real ones. A `HOME` or `XDG_RUNTIME_DIR` the
+    /// command names already is kept when the directory is this identity's.
     pub fn apply<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         if let Identity::User(u) = self {
             // std drops the supplementary groups itself when root sets a uid.
             cmd.uid(u.uid)
                 .gid(u.gid)
-                .env("HOME", &u.home)
                 .env("USER", &u.name)
                 .env("LOGNAME", &u.name);
         }
+        let named: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> = cmd
+            .get_envs()
+            .map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned())))
+            .collect();
+        for var in [
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+            "XDG_DATA_HOME",
+            "XDG_CACHE_HOME",
+        ] {
+            if !named.iter().any(|(k, _)| k == var) {
+                cmd.env_remove(var);
+            }
+        }
+        // A directory the test named already is kept when it is this identity's (a fixture's
+        // own, given to it); one it could not use (root's fixture home, for the non-root
+        // user) is replaced like the inherited one.
+        let its_own = |var: &str| {
+            named.iter().any(|(k, v)| {
+                use std::os::unix::fs::MetadataExt;
+                k == var
+                    && v.as_ref()
+                        .and_then(|v| std::fs::metadata(v).ok())
+                        .is_some_and(|m| m.is_dir() && m.uid() == self.uid())
+            })
+        };
+        let (home, runtime) = self.own_dirs();
+        if !its_own("HOME") {
+            cmd.env("HOME", home);
+        }
+        if !its_own("XDG_RUNTIME_DIR") {
+            cmd.env("XDG_RUNTIME_DIR", runtime);
+        }
         cmd
+    }
+
+    /// This identity's home and runtime dir for the running test (`HOME`, `XDG_RUNTIME_DIR`):
+    /// made on first use under the cargo target directory's `tmp/kit` (outside every
+    /// built-in mutable root), one pair per test process, test and identity, owned by the
+    /// identity (the runtime dir 0700, as `/run/user/UID` is).
+    pub fn own_dirs(&self) -> (PathBuf, PathBuf) {
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("main")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect::<String>();
+        let base = kit_dir()
+            .join(format!("{}-{}", std::process::id(), self.uid()))
+            .join(test);
+        let (home, runtime) = (base.join("home"), base.join("runtime"));
+        for d in [&home, &runtime] {
+            if !d.is_dir() {
+                std::fs::create_dir_all(d)
+                    .unwrap_or_else(|e| panic!("cannot make {}: {e}", d.display()));
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+                self.own(d);
+            }
+        }
+        (home, runtime)
     }
 
     /// Gives `path` (recursively) to this identity, so it can write there as its owner.
@@ -97,6 +161,19 @@ impl Identity {
             chown_tree(path, u.uid, u.gid);
         }
     }
+}
+
+/// `<cargo target dir>/tmp/kit` (a test binary is `<target>/<profile>/deps/<name>`), every
+/// directory on the way traversable by the non-root user.
+fn kit_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("a test binary lies in <target>/<profile>/deps");
+    let dir = target.join("tmp/kit");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot make {}: {e}", dir.display()));
+    dir
 }
 
 /// The identities every identity-dependent scenario runs as: the current user and, when the
@@ -298,6 +375,76 @@ mod tests {
             text,
             format!("{binary}\t{test}\tfirst reason\n{binary}\t{test}\tsecond reason\n")
         );
+    }
+
+    /// Every identity gets a home and a runtime dir of this test's own, its own by owner and
+    /// never the user's real home; a later `HOME` wins, and XDG variables the command names
+    /// stay.
+    #[test]
+    fn each_test_gets_its_own_home_and_runtime_dir() {
+        let real_home = std::env::var_os("HOME").map(PathBuf::from);
+        for who in identities() {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "echo \"$HOME|$XDG_RUNTIME_DIR|${XDG_STATE_HOME-unset}|${XDG_CONFIG_HOME-unset}\"; stat -c %u \"$HOME\" \"$XDG_RUNTIME_DIR\"; stat -c %a \"$XDG_RUNTIME_DIR\""])
+                .env("XDG_CONFIG_HOME", "/named/config");
+            // Inherited from the tests' environment: removed (std's environment lock orders
+            // this against the other tests' spawns).
+            std::env::set_var("XDG_STATE_HOME", "/real/state");
+            let out = who.apply(&mut cmd).output().unwrap();
+            std::env::remove_var("XDG_STATE_HOME");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let lines: Vec<&str> = text.lines().collect();
+            let fields: Vec<&str> = lines[0].split('|').collect();
+            let (home, runtime) = who.own_dirs();
+            assert_eq!(fields[0], home.to_str().unwrap(), "{}", who.label());
+            assert_eq!(fields[1], runtime.to_str().unwrap(), "{}", who.label());
+            assert_eq!(fields[2], "unset", "{}: {text}", who.label());
+            assert_eq!(fields[3], "/named/config", "{}: {text}", who.label());
+            assert!(
+                home.ends_with(format!(
+                    "{}/home",
+                    "tests__each_test_gets_its_own_home_and_runtime_dir"
+                )),
+                "{}",
+                home.display()
+            );
+            assert_ne!(Some(&home), real_home.as_ref());
+            if let Identity::User(u) = who {
+                assert_ne!(home, u.home);
+            }
+            let owner = who.uid().to_string();
+            assert_eq!(
+                &lines[1..],
+                [owner.as_str(), owner.as_str(), "700"],
+                "{}",
+                who.label()
+            );
+            // Named before, and this identity's: kept; named before but another's: replaced.
+            let mut named = Command::new("sh");
+            named.args(["-c", "echo $XDG_RUNTIME_DIR"]);
+            let theirs = home.join("named-runtime");
+            std::fs::create_dir_all(&theirs).unwrap();
+            who.own(&theirs);
+            named.env("XDG_RUNTIME_DIR", &theirs);
+            let got = who.apply(&mut named).output().unwrap().stdout;
+            assert_eq!(
+                String::from_utf8_lossy(&got).trim(),
+                theirs.to_str().unwrap()
+            );
+            if let Identity::User(_) = who {
+                let mut named = Command::new("sh");
+                named.args(["-c", "echo $HOME"]).env("HOME", "/root");
+                let got = who.apply(&mut named).output().unwrap().stdout;
+                assert_eq!(String::from_utf8_lossy(&got).trim(), home.to_str().unwrap());
+            }
+            let mut later = Command::new("sh");
+            later.args(["-c", "echo $HOME"]);
+            who.apply(&mut later).env("HOME", "/elsewhere");
+            assert_eq!(
+                String::from_utf8_lossy(&later.output().unwrap().stdout),
+                "/elsewhere\n"
+            );
+        }
     }
 
     #[test]
