@@ -148,8 +148,9 @@ impl World {
             ""
         };
         let outer = format!(
-            "{setup} && exec {drop} env HOME={home} PATH=/usr/bin:/bin {cli} run {shared} {extra} --workspace {ws} -- sh -c \"$0\"",
+            "{setup} && exec {drop} env HOME={home} XDG_RUNTIME_DIR={runtime} PATH=/usr/bin:/bin {cli} run {shared} {extra} --workspace {ws} -- sh -c \"$0\"",
             home = s(&self.home),
+            runtime = s(&self.who.own_dirs().1),
             cli = s(&tools().cli),
             ws = s(&self.ws),
         );
@@ -446,8 +447,10 @@ fn a_root_session_gives_up_the_capabilities_that_outlive_it() {
 
 fn refusal(extra: &[&str], abi: &str) -> Output {
     let ws = tempfile::tempdir_in(target_tmp()).unwrap();
-    Command::new(&tools().cli)
-        .args(["run", "--workspace"])
+    let mut c = Command::new(&tools().cli);
+    // This test's own home and runtime dir, not the real ones.
+    Identity::Current.apply(&mut c);
+    c.args(["run", "--workspace"])
         .arg(ws.path())
         .args(extra)
         .args(["--", "/bin/true"])
@@ -506,7 +509,9 @@ fn a_root_that_does_not_exist_yet_gets_nothing() {
     let c = std::ffi::CString::new(s(&go)).unwrap();
     // SAFETY: `c` is a NUL-terminated path that lives across the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
-    let mut child = Command::new(&tools().cli)
+    let mut child = Command::new(&tools().cli);
+    Identity::Current.apply(&mut child);
+    let mut child = child
         .args(["run", "--policy"])
         .arg(&policy)
         .args(["--", "sh", "-c"])
@@ -1649,6 +1654,7 @@ fn a_second_name_of_the_workspace_joins_the_write_set() {
         // The same session from a policy made before the bind: the seal refuses it.
         let policy = w.ws.join("policy.toml");
         let mut c = Command::new(&tools().cli);
+        Identity::Current.apply(&mut c);
         let made = c
             .args(["policy", "default", "--workspace"])
             .arg(&w.ws)
@@ -1668,8 +1674,9 @@ fn a_second_name_of_the_workspace_joins_the_write_set() {
         // `doctor` names the second name that policy leaves out; the seal refuses it.
         let run = format!(
             "{bind} && {drop} env HOME={home} EXECGUARD_POLICY=\"$(cat {policy})\" {cli} doctor; \
-             exec {drop} env HOME={home} {cli} run --policy {policy} -- sh -c 'echo RAN'",
+             exec {drop} env HOME={home} XDG_RUNTIME_DIR={runtime} {cli} run --policy {policy} -- sh -c 'echo RAN'",
             home = s(&w.home),
+            runtime = s(&w.who.own_dirs().1),
             cli = s(&tools().cli),
             policy = s(&policy),
         );
