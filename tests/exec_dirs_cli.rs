@@ -9,40 +9,34 @@ use execguard_testkit::{identities, Identity};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::text;
 
 const EXECGUARD: &str = env!("CARGO_BIN_EXE_execguard");
 
+/// A scenario (`support::Scene`) whose home holds a directory of programs.
 struct Home {
-    who: Identity,
-    base: PathBuf,
-    home: PathBuf,
-    ws: PathBuf,
+    scene: support::Scene,
+    /// A directory of programs in the home, holding `hello`.
     tools: PathBuf,
+}
+
+impl std::ops::Deref for Home {
+    type Target = support::Scene;
+    fn deref(&self) -> &support::Scene {
+        &self.scene
+    }
 }
 
 impl Home {
     fn new(who: Identity, name: &str) -> Home {
-        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "exec-dirs-{name}-{}-{}",
-            who.uid(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&base);
-        let (home, ws) = (base.join("home"), base.join("ws"));
-        let tools = home.join("tools/bin");
-        std::fs::create_dir_all(&ws).unwrap();
+        let scene = support::Scene::new(who, &format!("exec-dirs-{name}"));
+        let tools = scene.home.join("tools/bin");
         std::fs::create_dir_all(&tools).unwrap();
         let tool = tools.join("hello");
         std::fs::copy("/bin/true", &tool).unwrap();
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
-        who.own(&base);
-        Home {
-            who,
-            base,
-            home,
-            ws,
-            tools,
-        }
+        who.own(&scene.base);
+        Home { scene, tools }
     }
 
     fn cli(&self, args: &[&str]) -> Output {
@@ -64,9 +58,8 @@ impl Home {
     }
 
     fn session_in(&self, profile: &str, script: &str) -> Output {
-        let audit = self.base.join("audit.jsonl");
         let ws = self.ws.display().to_string();
-        let audit = audit.display().to_string();
+        let audit = self.audit.display().to_string();
         self.cli(&[
             "run",
             "--profile",
@@ -81,18 +74,6 @@ impl Home {
             script,
         ])
     }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.base);
-        }
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn notices(out: &Output, dir: &Path) -> usize {
