@@ -1032,3 +1032,131 @@ try git git --version
         let _ = Command::new("docker").args(["rmi", "-f", t]).output();
     }
 }
+
+/// The operator's plain git on the host, in the workspace the container used (root here:
+/// `safe.directory` lets it read the session user's repository; hooks run as the operator).
+fn host_git(ws: &Workspace, args: &[&str]) -> Output {
+    Command::new("/usr/bin/git")
+        .current_dir(&ws.0)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &ws.0)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CEILING_DIRECTORIES", ws.0.parent().unwrap())
+        .args([
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "user.name=op",
+            "-c",
+            "user.email=op@x",
+        ])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Issue 29 in the image: its PID 1 hands the workspace back in every profile. The session
+/// plants a hook, a push URL to a bare repository it made (with a `pre-receive` hook) and a
+/// conflicted rebase's todo with an `exec` line, and leaves a setuid/setgid copy of a program
+/// (issue 28); afterwards the operator's `git commit`, `git push` and `git rebase --continue`
+/// on the host run none of it, and the bits are gone. Each plant writes `PWNED` in the
+/// workspace when it runs.
+#[test]
+fn the_images_pid_1_hands_the_workspace_back_in_every_profile() {
+    if !docker_ready() {
+        return;
+    }
+    for profile in ["strict", "development"] {
+        let ws = Workspace::new(&format!("handback-{profile}"));
+        let origin = Workspace::new(&format!("handback-origin-{profile}"));
+        assert!(host_git(&origin, &["init", "-q", "--bare"])
+            .status
+            .success());
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["commit", "-q", "--allow-empty", "-m", "one"],
+            &["remote", "add", "origin", origin.0.to_str().unwrap()],
+        ] {
+            let o = host_git(&ws, args);
+            assert!(o.status.success(), "{args:?}: {}", text(&o).1);
+        }
+        let (u, g) = session_user();
+        let chown = Command::new("chown")
+            .args(["-R", &format!("{u}:{g}")])
+            .arg(&ws.0)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        let script = r#"set -e
+cd /workspace
+hook='#!/bin/sh
+touch "$(git rev-parse --show-toplevel 2>/dev/null || pwd)/PWNED" 2>/dev/null || touch /workspace/PWNED'
+printf '%s\n' "$hook" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit
+git init -q --bare /workspace/up.git
+printf '#!/bin/sh\ntouch /workspace/PWNED\n' > up.git/hooks/pre-receive && chmod +x up.git/hooks/pre-receive
+git remote set-url --add --push origin /workspace/up.git
+mkdir -p .git/rebase-merge
+printf 'exec touch PWNED\n' > .git/rebase-merge/git-rebase-todo
+git rev-parse HEAD > .git/rebase-merge/orig-head
+git rev-parse HEAD > .git/rebase-merge/onto
+echo refs/heads/main > .git/rebase-merge/head-name
+touch .git/rebase-merge/interactive
+cp /bin/true /workspace/left-setgid && chmod 2755 /workspace/left-setgid && test -g /workspace/left-setgid
+echo planted"#;
+        let out = image_run(&ws)
+            .args([
+                "--profile",
+                profile,
+                "--arbitrary-command",
+                "--",
+                "bash",
+                "-c",
+            ])
+            .arg(script)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(
+            stdout.contains("planted"),
+            "{profile}: the session did not plant\n{stdout}\n{stderr}"
+        );
+        // One notice line names each file handed back: the hook, the sequencer's state, the
+        // hook of the repository the session made. (The push URL to that repository stays in
+        // `.git/config` in the image, unlike on the host: its hook is gone, so the push runs
+        // nothing, but the URL is not undone; open.)
+        let notice = stderr
+            .lines()
+            .find(|l| l.contains("quarantined"))
+            .unwrap_or_else(|| panic!("{profile}: no hand-back notice\n{stderr}"));
+        for planted in [
+            "/workspace/.git/hooks/pre-commit",
+            "/workspace/.git/rebase-merge",
+            "/workspace/up.git/hooks/pre-receive",
+        ] {
+            assert!(
+                notice.contains(planted),
+                "{profile}: {planted} not handed back\n{stderr}"
+            );
+        }
+        assert!(
+            stderr.contains("capabilities the session left on /workspace/left-setgid"),
+            "{profile}: {stderr}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(ws.0.join("left-setgid"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7000, 0, "{profile}: {mode:o}");
+        // The operator's next commands on the host.
+        let commit = host_git(&ws, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert!(commit.status.success(), "{profile}: {}", text(&commit).1);
+        let _ = host_git(&ws, &["push", "-q", "origin", "main"]);
+        let _ = host_git(&ws, &["rebase", "--continue"]);
+        assert!(
+            !ws.0.join("PWNED").exists(),
+            "{profile}: the operator's git ran what the session wrote\n{stderr}"
+        );
+    }
+}
