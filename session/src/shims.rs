@@ -19,7 +19,7 @@
 
 use crate::runtime_dir::{private_dir, shim_base};
 use crate::runtimes::{git_exec_path_of, Tool, GIT, TOOLS};
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use execguard_policy::Policy;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -34,6 +34,36 @@ pub struct ShimPlan {
     pub git_exec_path: Option<PathBuf>,
 }
 
+/// The step of putting the wrappers first that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShimError {
+    /// A protected git whose exec-path (git-core directory) cannot be found.
+    #[error("cannot find the exec-path (git-core directory) of {}", git.display())]
+    ExecPathUnknown { git: PathBuf },
+    /// A protected git whose exec-path copy the policy leaves unprotected.
+    #[error("the policy protects {} but not its exec-path copy {}: add a [[runtime]] for it", git.display(), copy.display())]
+    ExecPathUnprotected { git: PathBuf, copy: PathBuf },
+    /// A wrapper that cannot be resolved.
+    #[error("the {tool} wrapper {}: {source}", wrapper.display())]
+    WrapperUnreachable {
+        tool: &'static str,
+        wrapper: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A wrapper the session could replace.
+    #[error("the {tool} wrapper {} lies in the mutable root {root}: install it elsewhere", wrapper.display())]
+    WrapperWritable {
+        tool: &'static str,
+        wrapper: PathBuf,
+        root: String,
+    },
+    /// The shim directory could not be made.
+    #[error(transparent)]
+    Create(#[from] anyhow::Error),
+}
+
 fn os_path(b: &[u8]) -> PathBuf {
     PathBuf::from(OsStr::from_bytes(b))
 }
@@ -41,7 +71,7 @@ fn os_path(b: &[u8]) -> PathBuf {
 /// The shim a session under `policy` needs. A git runtime needs its exec-path copy in the
 /// policy too: the wrapper accepts a `GIT_EXEC_PATH` shim only if it links into the directory
 /// of a protected git.
-pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
+pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan, ShimError> {
     let mut plan = ShimPlan::default();
     for tool in TOOLS {
         let Some(first) = policy.runtimes().find(|r| r.name == tool.name.as_bytes()) else {
@@ -53,22 +83,17 @@ pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
             .push((tool, crate::paths::canonical(&wrapper).unwrap_or(wrapper)));
         if tool == GIT {
             let git = os_path(first.path);
-            let exec_path = git_exec_path_of(&git).with_context(|| {
-                format!(
-                    "cannot find the exec-path (git-core directory) of {}",
-                    git.display()
-                )
-            })?;
+            let exec_path = git_exec_path_of(&git)
+                .ok_or_else(|| ShimError::ExecPathUnknown { git: git.clone() })?;
             let covered = policy.runtimes().any(|r| {
                 r.name == b"git"
                     && Path::new(OsStr::from_bytes(r.path)).parent() == Some(&exec_path)
             });
             if !covered {
-                bail!(
-                    "the policy protects {} but not its exec-path copy {}: add a [[runtime]] for it",
-                    git.display(),
-                    exec_path.join("git").display()
-                );
+                return Err(ShimError::ExecPathUnprotected {
+                    copy: exec_path.join("git"),
+                    git,
+                });
             }
             plan.git_exec_path = Some(exec_path);
         }
@@ -82,18 +107,21 @@ pub fn shim_plan(policy: &Policy<'_>) -> Result<ShimPlan> {
 pub fn put_wrappers_first(
     policy: &Policy<'_>,
     env: &mut Vec<(OsString, OsString)>,
-) -> Result<Vec<PathBuf>> {
+) -> Result<Vec<PathBuf>, ShimError> {
     let plan = shim_plan(policy)?;
     for (tool, wrapper) in &plan.wrappers {
-        let canonical = crate::paths::canonical(wrapper)
-            .map_err(|e| anyhow::anyhow!("the {} wrapper {}: {e}", tool.name, wrapper.display()))?;
+        let canonical =
+            crate::paths::canonical(wrapper).map_err(|source| ShimError::WrapperUnreachable {
+                tool: tool.name,
+                wrapper: wrapper.clone(),
+                source,
+            })?;
         if let Some(root) = policy.mutable_root_of(canonical.as_os_str().as_bytes()) {
-            bail!(
-                "the {} wrapper {} lies in the mutable root {}: install it elsewhere",
-                tool.name,
-                canonical.display(),
-                String::from_utf8_lossy(root)
-            );
+            return Err(ShimError::WrapperWritable {
+                tool: tool.name,
+                wrapper: canonical,
+                root: String::from_utf8_lossy(root).into_owned(),
+            });
         }
     }
     if plan.wrappers.is_empty() {
@@ -335,6 +363,43 @@ impl Shim {
 mod tests {
     use super::*;
     use crate::test_dirs::tmp;
+
+    /// Each way putting the wrappers first fails, one row each, with its step's error: a
+    /// wrapper the session could replace (in a mutable root), one that is not there, and a
+    /// protected git whose exec-path copy the policy leaves out.
+    #[test]
+    fn each_failing_step_has_its_error() {
+        let d = tmp("shim-steps");
+        let (node, wrapper) = (d.join("node"), d.join("node-wrapper"));
+        std::fs::write(&node, b"").unwrap();
+        std::fs::write(&wrapper, b"").unwrap();
+        let runtime = |name: &str, path: &Path, wrapper: &Path| {
+            format!(
+                "version = 1\nworkspace = \"/nonexistent-ws\"\n\n[[runtime]]\nname = \"{name}\"\npath = \"{}\"\nwrapper = \"{}\"\n",
+                path.display(),
+                wrapper.display()
+            )
+        };
+        /// The policy text, and the error it must give.
+        type Row = (String, fn(&ShimError) -> bool);
+        let rows: [Row; 3] = [
+            (runtime("node", &node, &wrapper), |e| {
+                matches!(e, ShimError::WrapperWritable { tool: "node", .. })
+            }),
+            (runtime("node", &node, &d.join("missing")), |e| {
+                matches!(e, ShimError::WrapperUnreachable { tool: "node", .. })
+            }),
+            (runtime("git", Path::new("/usr/bin/git"), &wrapper), |e| {
+                matches!(e, ShimError::ExecPathUnprotected { .. })
+            }),
+        ];
+        for (text, want) in rows {
+            let policy = Policy::parse(text.as_bytes()).unwrap();
+            let err = put_wrappers_first(&policy, &mut Vec::new()).unwrap_err();
+            assert!(want(&err), "{text}: {err:?}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     /// A shim is reused only while it is exactly what would be built: an added file, or a link
     /// pointed elsewhere, makes the next session build it again.
