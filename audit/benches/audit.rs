@@ -32,7 +32,7 @@ fn delivery(c: &mut Criterion) {
     let state = StateDir::open(&dir.path().join("state")).unwrap();
     let writer = Writer::start(&state, session()).unwrap();
     let socket = writer.socket().as_os_str().as_bytes().to_vec();
-    let serving = writer.serve().unwrap();
+    let serving = writer.serve(None).unwrap();
     // The sender's time only: between two records the writer catches up (untimed), as it
     // does between two refused execs of a session; a writer that fell behind would measure
     // its own throughput instead.

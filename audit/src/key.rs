@@ -20,12 +20,31 @@ pub fn default_state_dir() -> io::Result<PathBuf> {
     if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|x| Path::new(x).is_absolute()) {
         return Ok(PathBuf::from(x).join("execguard"));
     }
-    match std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
-        Some(home) => Ok(PathBuf::from(home).join(".local/state/execguard")),
+    match std::env::var_os("HOME")
+        .filter(|h| Path::new(h).is_absolute())
+        .map(PathBuf::from)
+        .or_else(passwd_home)
+    {
+        Some(home) => Ok(home.join(".local/state/execguard")),
         None => Err(io::Error::new(
             io::ErrorKind::NotFound,
-            "neither XDG_STATE_HOME nor HOME names an absolute directory",
+            "neither XDG_STATE_HOME, HOME nor the password database names a home directory",
         )),
+    }
+}
+
+/// This user's home directory in the password database (`HOME` unset: `env -i`, cron).
+fn passwd_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    // SAFETY: getpwuid returns NULL or an entry valid until the next getpw* call; the
+    // directory is copied out at once.
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        if pw.is_null() || (*pw).pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr((*pw).pw_dir).to_bytes();
+        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir))).filter(|p| p.is_absolute())
     }
 }
 

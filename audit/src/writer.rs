@@ -6,7 +6,6 @@
 //! kept: the sender refuses its exec, `audit_unwritable`). At the end it writes the session's
 //! last record, signed.
 
-use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -101,6 +100,9 @@ struct Shared {
     chain: Mutex<Chain>,
     key: SigningKey,
     session: Session,
+    /// The session's first process (set once it is forked) and the assurance it reported
+    /// (its `session_sealed`/`session_unsealed` record's `path`), which the last record names.
+    reported: Mutex<(Option<u32>, Option<String>)>,
 }
 
 impl Shared {
@@ -136,28 +138,6 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
-    // SAFETY: all-zero is a valid sockaddr_un.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = path.as_os_str().as_bytes();
-    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{}: too long for a socket name (at most {} bytes)",
-                path.display(),
-                addr.sun_path.len() - 1
-            ),
-        ));
-    }
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-    Ok((addr, len as libc::socklen_t))
-}
-
 /// A fresh session id: 16 random hex digits.
 pub fn new_session_id() -> io::Result<String> {
     let mut b = [0u8; 8];
@@ -174,15 +154,26 @@ impl Writer {
         let key = state.signing_key()?;
         let id = new_session_id()?;
         let socket = state.socket_dir().join(format!("{id}.sock"));
-        let (addr, len) = sockaddr(&socket)?;
+        let mut addr = execguard_os::audit::Address::new();
+        let dir = addr
+            .set(socket.as_os_str().as_bytes())
+            .map_err(io::Error::from_raw_os_error)?;
+        // SAFETY: `dir` is a descriptor `set` opened for this bind and nothing else owns it.
+        let _dir = dir.map(|d| unsafe { OwnedFd::from_raw_fd(d) });
         // SAFETY: socket takes integers; the result is checked and owned at once.
         let fd = cvt(unsafe {
             libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0)
         })?;
         // SAFETY: `fd` is a descriptor this process just opened and nothing else owns.
         let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `addr` is a valid sockaddr_un of `len` bytes that outlives the call.
-        cvt(unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len) })?;
+        // SAFETY: `addr.sun` is a valid sockaddr_un whose first `addr.len` bytes are set.
+        cvt(unsafe {
+            libc::bind(
+                fd,
+                &addr.sun as *const _ as *const libc::sockaddr,
+                addr.len as libc::socklen_t,
+            )
+        })?;
         // SAFETY: listen takes a descriptor and an integer.
         cvt(unsafe { libc::listen(fd, 4096) })?;
         let log = KeptLog::open(&state.log())?;
@@ -195,6 +186,7 @@ impl Writer {
             }),
             key,
             session,
+            reported: Mutex::new((None, None)),
         });
         let first = shared.session_body(line::SESSION_START, &shared.session.assurance);
         // SAFETY: getuid has no preconditions.
@@ -228,9 +220,33 @@ impl Writer {
             .unwrap_or_default()
     }
 
+    /// Keeps a record this process made itself (the session's first command, decided before
+    /// the session exists), stamped with this process's pid.
+    pub fn keep_own(&self, record: &[u8]) -> io::Result<()> {
+        let body = Body::from_sender(record)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        self.shared
+            .chain
+            .lock()
+            .map_err(|_| io::Error::other("poisoned"))?
+            .append(&Stamp::now(std::process::id(), uid), &body, None)
+    }
+
+    /// Ends a session that never started (its first command was refused): the last record,
+    /// signed, and the socket removed.
+    pub fn finish_unstarted(self) -> io::Result<()> {
+        let _ = std::fs::remove_file(&self.socket);
+        finish_chain(&self.shared, Some("not_started"))
+    }
+
     /// Starts taking records on a thread of its own. Call it in the process that stays outside
     /// the session (after the fork: a forked child of a threaded process may not run Rust).
-    pub fn serve(self) -> io::Result<Serving> {
+    pub fn serve(self, session_pid: Option<u32>) -> io::Result<Serving> {
+        if let Ok(mut r) = self.shared.reported.lock() {
+            r.0 = session_pid;
+        }
         let mut pipe = [0; 2];
         // SAFETY: `pipe` has room for the two descriptors.
         cvt(unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) })?;
@@ -270,19 +286,7 @@ impl Serving {
     pub fn finish(mut self, assurance: Option<&str>) -> io::Result<()> {
         self.stop_thread();
         let _ = std::fs::remove_file(&self.socket);
-        let assurance = assurance.unwrap_or(&self.shared.session.assurance);
-        let last = self.shared.session_body(line::SESSION_END, assurance);
-        // SAFETY: getuid has no preconditions.
-        let uid = unsafe { libc::getuid() };
-        self.shared
-            .chain
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .append(
-                &Stamp::now(std::process::id(), uid),
-                &last,
-                Some(&self.shared.key),
-            )
+        finish_chain(&self.shared, assurance)
     }
 
     fn stop_thread(&mut self) {
@@ -299,6 +303,28 @@ impl Drop for Serving {
         self.stop_thread();
         let _ = std::fs::remove_file(&self.socket);
     }
+}
+
+/// The session's last record: named with `assurance`, else the one its first process
+/// reported, else the one asked for; signed.
+fn finish_chain(shared: &Shared, assurance: Option<&str>) -> io::Result<()> {
+    let reported = shared.reported.lock().ok().and_then(|r| r.1.clone());
+    let assurance = assurance
+        .map(str::to_string)
+        .or(reported)
+        .unwrap_or_else(|| shared.session.assurance.clone());
+    let last = shared.session_body(line::SESSION_END, &assurance);
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    shared
+        .chain
+        .lock()
+        .map_err(|_| io::Error::other("poisoned"))?
+        .append(
+            &Stamp::now(std::process::id(), uid),
+            &last,
+            Some(&shared.key),
+        )
 }
 
 fn serve_loop(shared: &Shared, listener: &OwnedFd, stop: &OwnedFd) {
@@ -377,6 +403,26 @@ fn take_one(shared: &Shared, listener: RawFd) -> bool {
     true
 }
 
+/// The assurance the session's first process reports (before its exec: execguard's own
+/// code), taken from its first `session_sealed`/`session_unsealed` record; from any other
+/// process, or a second time, such a record is only a record.
+fn note_assurance(shared: &Shared, stamp: &Stamp, body: &Body) {
+    let Ok(mut r) = shared.reported.lock() else {
+        return;
+    };
+    let reason = body.str("reason");
+    if r.0 == Some(stamp.pid)
+        && r.1.is_none()
+        && body.str("tool").as_deref() == Some("run")
+        && matches!(
+            reason.as_deref(),
+            Some("session_sealed" | "session_unsealed")
+        )
+    {
+        r.1 = body.str("path");
+    }
+}
+
 /// The sender's credentials, as the kernel took them when it connected.
 fn peer(fd: RawFd) -> io::Result<libc::ucred> {
     let mut cred = libc::ucred {
@@ -438,35 +484,7 @@ fn keep(shared: &Shared, conn: &OwnedFd) -> Option<Result<(), ()>> {
         return Some(Err(()));
     };
     let stamp = Stamp::now(cred.pid.max(0) as u32, cred.uid);
+    note_assurance(shared, &stamp, &body);
     let mut chain = shared.chain.lock().ok()?;
     Some(chain.append(&stamp, &body, None).map_err(|_| ()))
-}
-
-/// Sends one record to the writer at `socket` and waits for its answer (the std side of what
-/// the guard's sender does, for the CLI's own records and for tests).
-pub fn send(socket: &Path, record: &[u8]) -> io::Result<()> {
-    let (addr, len) = sockaddr(socket)?;
-    // SAFETY: socket takes integers; the result is owned at once.
-    let fd =
-        cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: `fd` was just made and nothing else owns it.
-    let conn = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
-    cvt(unsafe { libc::connect(fd, &addr as *const _ as *const libc::sockaddr, len) })?;
-    // SAFETY: sending `record` from a valid buffer.
-    let sent = unsafe { libc::send(fd, record.as_ptr().cast(), record.len(), libc::MSG_NOSIGNAL) };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut answer = [0u8; 1];
-    // SAFETY: `answer` is writable for one byte.
-    let n = unsafe { libc::recv(conn.as_raw_fd(), answer.as_mut_ptr().cast(), 1, 0) };
-    match (n, answer[0]) {
-        (1, KEPT) => Ok(()),
-        (n, _) if n < 0 => Err(io::Error::last_os_error()),
-        _ => Err(io::Error::other(format!(
-            "the audit writer at {} did not keep the record",
-            OsStr::from_bytes(socket.as_os_str().as_bytes()).to_string_lossy()
-        ))),
-    }
 }

@@ -35,7 +35,7 @@ fn a_full_disk_loses_no_record_silently_and_leaves_no_fragment() {
     )
     .unwrap();
     let socket = writer.socket().as_os_str().as_bytes().to_vec();
-    let serving = writer.serve().unwrap();
+    let serving = writer.serve(None).unwrap();
     let before = std::fs::read(state.log()).unwrap();
     set_file_limit(before.len() as u64 + 40);
     assert!(execguard_os::audit::send_record(&socket, DENY).is_err());

@@ -93,7 +93,7 @@ fn a_storm_of_senders_leaves_every_record_whole_and_stamped() {
     let state = StateDir::open(&dir.path().join("state")).unwrap();
     let writer = Writer::start(&state, session()).unwrap();
     let socket = writer.socket().to_path_buf();
-    let serving = writer.serve().unwrap();
+    let serving = writer.serve(None).unwrap();
     const CHILDREN: usize = 40;
     const EACH: usize = 10;
     let pids = fork_each(CHILDREN, |i| {
@@ -129,7 +129,7 @@ fn senders_killed_anywhere_leave_no_half_record() {
     let state = StateDir::open(&dir.path().join("state")).unwrap();
     let writer = Writer::start(&state, session()).unwrap();
     let socket = writer.socket().to_path_buf();
-    let serving = writer.serve().unwrap();
+    let serving = writer.serve(None).unwrap();
     let name = socket.as_os_str().as_bytes().to_vec();
     // Connects, sends (or not), and is killed before it reads the answer.
     let pids = fork_each(3, |i| {
@@ -179,9 +179,26 @@ fn no_writer_no_record_and_the_sender_is_told() {
     let state = StateDir::open(&dir.path().join("state")).unwrap();
     let writer = Writer::start(&state, session()).unwrap();
     let socket = writer.socket().to_path_buf();
-    let serving = writer.serve().unwrap();
+    let serving = writer.serve(None).unwrap();
     assert!(send(&socket, &record("/w/a")));
     serving.finish(None).unwrap();
     assert!(!send(&socket, &record("/w/b")));
+    verified(&state);
+}
+
+/// A state directory whose socket name is longer than a socket address holds: bound and
+/// reached through its directory (`/proc/self/fd/N/NAME`).
+#[test]
+fn a_socket_name_past_the_address_limit_still_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("d".repeat(60)).join("e".repeat(60));
+    let state = StateDir::open(&deep.join("state")).unwrap();
+    let writer = Writer::start(&state, session()).unwrap();
+    let socket = writer.socket().to_path_buf();
+    assert!(socket.as_os_str().len() > 108, "{}", socket.display());
+    let serving = writer.serve(None).unwrap();
+    assert!(send(&socket, &record("/w/long")));
+    serving.finish(None).unwrap();
+    assert!(lines(&state).iter().any(|r| r["path"] == "/w/long"));
     verified(&state);
 }

@@ -190,8 +190,9 @@ fn start(mut prepared: Prepared) -> i32 {
         remove_temp: None,
         // The container's network is Docker's (`--network`), the image's to choose.
         network: None,
+        audit: None,
     };
-    let supervisor = match Supervisor::install(Stand::Init, duties) {
+    let mut supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,
         Err(e) => return refuse(&Refusal::new("init_failed", e.to_string())),
     };

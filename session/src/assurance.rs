@@ -24,7 +24,8 @@ impl AssuranceError {
 /// `start`, decision `notice`, reason `session_sealed` or `session_unsealed`, `path` the
 /// assurance, `target` the command): always for a reduced session, and for a strict one under
 /// `audit_allow` (like an allowed first command). An audit log that cannot take it refuses the
-/// start.
+/// start. A kept audit (`audit_socket`) takes it for every session: its writer names the
+/// assurance in the session's last record.
 pub fn record_assurance(
     policy: &Policy,
     sealed: bool,
@@ -32,10 +33,11 @@ pub fn record_assurance(
     command: &[std::ffi::OsString],
 ) -> Result<(), AssuranceError> {
     use std::os::unix::ffi::OsStrExt;
-    let Some(log) = policy.audit_log() else {
+    let kept = policy.audit_socket().is_some();
+    let Some(log) = policy.audit_socket().or(policy.audit_log()) else {
         return Ok(());
     };
-    if assurance == "strict" && !policy.audit_allow() {
+    if assurance == "strict" && !policy.audit_allow() && !kept {
         return Ok(());
     }
     let record = execguard_os::audit::stamp(
@@ -51,7 +53,20 @@ pub fn record_assurance(
         assurance.as_bytes(),
         command.first().map_or(&b""[..], |c| c.as_bytes()),
     );
-    execguard_os::audit::append(log, &record).map_err(|_| AssuranceError::StartRecordUnwritable {
+    let delivered = match policy.audit_socket() {
+        // Kept before the exec: the writer's answer is waited for.
+        Some(socket) => execguard_os::audit::send_record_as(
+            socket,
+            &{
+                let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
+                let n = execguard_policy::audit::format_record(&record, &mut buf);
+                buf[..n].to_vec()
+            },
+            execguard_os::audit::Answer::Wait,
+        ),
+        None => execguard_os::audit::append(log, &record),
+    };
+    delivered.map_err(|_| AssuranceError::StartRecordUnwritable {
         log: String::from_utf8_lossy(log).into_owned(),
     })
 }

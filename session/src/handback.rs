@@ -107,7 +107,12 @@ pub fn record_for_host(
         &workspace,
         &other_roots(&workspace, lasting, exec_dirs),
         home.as_deref(),
-        policy.audit_log().map(path).as_deref(),
+        // The kept audit's writer (its socket) when there is one: the log is the writer's alone.
+        policy
+            .audit_socket()
+            .or(policy.audit_log())
+            .map(path)
+            .as_deref(),
         policy.profile(),
     )
 }

@@ -11,7 +11,7 @@ use crate::sys::SessionSys;
 use crate::{
     assurance, go_exec, network, policy_text, preflight, seal, session_temp, shims, world,
 };
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use execguard_load::{Loaded, Source};
 use execguard_policy::Profile;
 use execguard_seal::world::LayerExec;
@@ -49,7 +49,7 @@ pub struct HostOptions {
 /// for a refused first command, 127 for one not found), or, unsupervised, when the exec
 /// failed; a refusal of the start is `Err`.
 pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
-    let loaded = session_policy(sys, opts)?;
+    let (loaded, mut kept) = session_policy(sys, opts)?;
     let policy = loaded.policy();
     // Host mode (the embedded default or --policy). Under the system policy the image has
     // installed the wrappers and seals its sessions itself.
@@ -65,7 +65,13 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     }
     launch::add_guard(&mut env, &lib, &loaded.text);
     go_exec::route_through_guard(&policy, &mut env);
-    let first = match launch::decide_first_command(&policy, &lib, &opts.command, &env) {
+    let first = match launch::decide_first_command(
+        &policy,
+        &lib,
+        &opts.command,
+        &env,
+        kept.as_ref().and_then(|k| k.writer.as_ref()),
+    ) {
         FirstCommand::Runs(first) => first,
         FirstCommand::Refused(status) => return Ok(status),
     };
@@ -80,7 +86,10 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     } else {
         None
     };
-    let partition = seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
+    let mut partition = seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
+    if let Some(k) = &kept {
+        partition.hidden.push(k.key_dir.clone());
+    }
     // The session's own world, decided before the supervisor forks. Under development its
     // home layer and its own /tmp and /var/tmp run what the session builds and installs
     // there (`cc -o /tmp/x x.c && /tmp/x`): they are the session's, gone with it or seen only
@@ -120,8 +129,10 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     // The session's own network (docs/session.md), served by the supervisor.
     let network = (host && policy.seal() && !opts.allow_host_network).then(|| network::Network {
         host_ports: opts.host_port.clone(),
+        // The kept audit's writer when there is one: the log is the writer's alone.
         audit_log: policy
-            .audit_log()
+            .audit_socket()
+            .or(policy.audit_log())
             .map(|l| PathBuf::from(OsStr::from_bytes(l))),
         profile: Some(policy.profile()),
     });
@@ -135,6 +146,11 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     let supervised = host;
     if supervised {
         let log = policy.audit_log().map(|l| Path::new(OsStr::from_bytes(l)));
+        // The hand-back's and the sweep's records go to the kept audit's writer (its socket)
+        // when there is one: the log is the writer's alone.
+        let socket = policy
+            .audit_socket()
+            .map(|l| Path::new(OsStr::from_bytes(l)));
         // What outlives the session in its write set (its own temp dirs do not; its home
         // layer is never run outside it, and `execguard home accept` clears the bits too).
         let lasting = crate::privileges::lasting_roots(&partition, &world);
@@ -154,10 +170,11 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
             summary: log.map(crate::summary::Mark::now),
             clear_privileges: Some(crate::privileges::Sweep::starting_now(
                 lasting,
-                log.map(Path::to_path_buf),
+                socket.or(log).map(Path::to_path_buf),
             )),
             remove_temp: temp.clone(),
             network,
+            audit: kept.as_mut().and_then(|k| k.writer.take()),
         };
         let supervisor = Supervisor::install(Stand::Beside, duties)?;
         // SAFETY: `execguard run` is single-threaded here.
@@ -196,17 +213,24 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
 }
 
 /// The policy this session runs under: `--policy`, the system policy when one is in force
-/// (it cannot be overridden from here), or the embedded default.
-fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<Loaded> {
+/// (it cannot be overridden from here), or the embedded default, with its kept audit.
+fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<(Loaded, Option<KeptAudit>)> {
     if let Some(path) = &opts.policy {
-        return policy_text::policy_file(path);
+        return Ok((policy_text::policy_file(path)?, None));
     }
+    // A session started inside a kept one sends its records to the same writer (its state
+    // directory is read-only here and its key hidden).
+    let mut outer_kept = None;
     if let Some(loaded) = policy_text::policy_in_force()? {
         if let Source::System(path) = &loaded.source {
             if opts.workspace.is_some() || opts.profile.is_some() || opts.audit.is_some() {
                 bail!("policy_untrusted: the system policy {} is in force and cannot be changed by execguard run", path.display());
             }
-            return Ok(loaded);
+            return Ok((loaded, None));
+        }
+        let outer = loaded.policy();
+        if let (Some(log), Some(socket)) = (outer.audit_log(), outer.audit_socket()) {
+            outer_kept = Some((log.to_vec(), socket.to_vec()));
         }
     }
     let workspace = match &opts.workspace {
@@ -214,20 +238,48 @@ fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<Loaded> {
         None => std::env::current_dir()?,
     };
     let workspace = preflight::check_workspace(&workspace)?;
-    let audit = match &opts.audit {
-        Some(a) => a.clone(),
-        None => preflight::default_audit_log()?,
-    };
     let profile = opts.profile.unwrap_or(Profile::Strict);
     // Breakglass has no partition (recorded in its profile); every other session is sealed.
     let seal = profile != Profile::Breakglass && seal::available(sys, opts.allow_unsealed)?;
+    let mut add = opts.exec_dir.clone();
+    let kept = match &opts.audit {
+        None if outer_kept.is_some() => {
+            // The outer session's state directory stays on the same side here.
+            let outer_log = outer_kept.as_ref().map(|(log, _)| log.as_slice());
+            let state = outer_log
+                .map(|l| Path::new(OsStr::from_bytes(l)))
+                .and_then(Path::parent);
+            if let Some(state) = state.filter(|d| in_write_set_by_default(d) && d.is_dir()) {
+                add.push(state.to_path_buf());
+            }
+            None
+        }
+        Some(_) => {
+            eprintln!("execguard: notice: --audit: the session appends its own records to a log it can also rewrite; leave --audit out for the kept audit (docs/audit.md)");
+            None
+        }
+        None => {
+            let state = execguard_audit::key::StateDir::open(
+                &execguard_audit::key::default_state_dir()
+                    .context("audit_unwritable: no state directory for the kept audit")?,
+            )
+            .context("audit_unwritable: the kept audit's state directory")?;
+            // In the write set ($HOME), the state directory is kept read-only like an exec dir
+            // (its files are no programs: none has an execute bit, and the session can set
+            // none on a read-only mount); its key directory is hidden (`Partition::hidden`).
+            if in_write_set_by_default(state.path()) {
+                add.push(state.path().to_path_buf());
+            }
+            Some(state)
+        }
+    };
     let text = policy_text::discovered_default_policy(
         &workspace,
         profile,
-        Some(&audit),
+        opts.audit.as_deref(),
         seal,
         &ExecDirChoice {
-            add: opts.exec_dir.clone(),
+            add,
             remove: opts.no_exec_dir.clone(),
             record: true,
             // As `run` decides the world: a home layer of its own, which development and
@@ -243,9 +295,95 @@ fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<Loaded> {
     } else {
         text
     };
-    Ok(Loaded {
+    let loaded = |text: String| Loaded {
         source: Source::Environment,
         text: text.into_bytes(),
         profile,
-    })
+    };
+    if let (None, Some((log, socket))) = (&opts.audit, &outer_kept) {
+        return Ok((loaded(with_kept_lines(&text, log, socket)), None));
+    }
+    let Some(state) = kept else {
+        return Ok((loaded(text), None));
+    };
+    let planned = match (profile, seal) {
+        (Profile::Strict, true) => "strict".to_string(),
+        (Profile::Strict, false) => "reduced:unsealed".to_string(),
+        (p, _) => format!("reduced:{}", p.as_str()),
+    };
+    let writer = execguard_audit::writer::Writer::start(
+        &state,
+        execguard_audit::writer::Session {
+            tool: "run",
+            workspace: workspace.to_string_lossy().into_owned(),
+            profile: profile.as_str().to_string(),
+            assurance: planned,
+        },
+    )
+    .context("audit_unwritable: the kept audit's writer did not start")?;
+    // The log and the socket name the writer's: the guard sends there, and no process of the
+    // session writes the log itself.
+    let text = with_kept_lines(
+        &text,
+        policy_text::policy_path(&state.log())?.as_bytes(),
+        policy_text::policy_path(writer.socket())?.as_bytes(),
+    );
+    let loaded = loaded(text);
+    if let Err(e) = execguard_policy::Policy::parse(&loaded.text) {
+        bail!("the session policy with its kept audit does not parse: {e}");
+    }
+    Ok((
+        loaded,
+        Some(KeptAudit {
+            writer: Some(writer),
+            key_dir: state.key_dir(),
+        }),
+    ))
+}
+
+/// `text` (a default policy without `audit_log`) naming the kept log and its writer's socket,
+/// as top-level keys (before any `[[runtime]]`).
+fn with_kept_lines(text: &str, log: &[u8], socket: &[u8]) -> String {
+    let lines = format!(
+        "audit_log = \"{}\"\naudit_socket = \"{}\"\n",
+        String::from_utf8_lossy(log),
+        String::from_utf8_lossy(socket)
+    );
+    match text.find("version = 1\n") {
+        Some(at) => {
+            let at = at + "version = 1\n".len();
+            format!("{}{lines}{}", &text[..at], &text[at..])
+        }
+        None => format!("{lines}{text}"),
+    }
+}
+
+/// Is `dir` in a host session's write set whatever the policy adds ($HOME, the built-in
+/// roots)?
+fn in_write_set_by_default(dir: &Path) -> bool {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| crate::paths::canonical(&h).ok());
+    home.is_some_and(|h| dir.starts_with(h))
+        || execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
+            .iter()
+            .any(|r| dir.starts_with(OsStr::from_bytes(r)))
+}
+
+/// The kept audit of a session: its writer until the supervisor takes it, and the key
+/// directory the session's world hides. A session that never starts gets its last record
+/// when this goes (so no start leaves an open chain behind).
+struct KeptAudit {
+    writer: Option<execguard_audit::writer::Writer>,
+    key_dir: PathBuf,
+}
+
+impl Drop for KeptAudit {
+    fn drop(&mut self) {
+        if let Some(w) = self.writer.take() {
+            if let Err(e) = w.finish_unstarted() {
+                eprintln!("execguard: audit_unwritable: the session's last audit record could not be written: {e}");
+            }
+        }
+    }
 }

@@ -176,6 +176,7 @@ pub fn decide_first_command(
     lib: &Path,
     command: &[OsString],
     env: &[(OsString, OsString)],
+    kept: Option<&execguard_audit::writer::Writer>,
 ) -> FirstCommand {
     let decision = decide_command(policy, Some(lib.as_os_str().as_bytes()), command, env);
     if let Verdict::Deny { reason, path, .. } = &decision.verdict {
@@ -189,8 +190,14 @@ pub fn decide_first_command(
             )
         );
     }
-    if crate::preflight::audit_first_command(policy, &decision.verdict, command, &decision.target)
-        .is_err()
+    if crate::preflight::audit_first_command(
+        policy,
+        &decision.verdict,
+        command,
+        &decision.target,
+        kept,
+    )
+    .is_err()
     {
         return FirstCommand::Refused(126);
     }

@@ -29,7 +29,7 @@ pub const WAY_FORWARD: &str = "to proceed: declare a port of the host's loopback
 #[derive(Clone, Debug, Default)]
 pub struct Network {
     pub host_ports: Vec<u16>,
-    /// Where refusals are recorded.
+    /// Where refusals are recorded: the log, or the kept audit's writer (its socket).
     pub audit_log: Option<PathBuf>,
     pub profile: Option<execguard_policy::Profile>,
 }
@@ -224,7 +224,7 @@ impl Shared {
                 path.as_bytes(),
                 dest.as_bytes(),
             );
-            let _ = execguard_os::audit::append(log.as_os_str().as_bytes(), &record);
+            let _ = execguard_os::audit::append_exact(log.as_os_str().as_bytes(), &record);
         }
     }
 }

@@ -85,11 +85,15 @@ pub fn check_audit_log(policy: &Policy<'_>, log: &[u8]) -> Result<()> {
 /// by the guard) as the guard records every later one: a refusal always, an allowed command
 /// under `audit_allow` or breakglass. `Err` is a record that was due and could not be written:
 /// the command is then refused (`audit_unwritable`), as the guard would refuse it.
+///
+/// `kept`: the writer of a kept audit, which takes the record from this process directly (the
+/// session, and with it the writer's thread, does not exist yet).
 pub fn audit_first_command(
     policy: &Policy<'_>,
     verdict: &Verdict,
     command: &[OsString],
     target: &[u8],
+    kept: Option<&execguard_audit::writer::Writer>,
 ) -> std::result::Result<(), FirstCommandUnaudited> {
     let Some(log) = policy.audit_log() else {
         return Ok(());
@@ -111,7 +115,19 @@ pub fn audit_first_command(
         path,
         asked,
     );
-    execguard_os::audit::append(log, &record).map_err(|_| {
+    let kept_or_appended = match kept {
+        Some(writer) => {
+            let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
+            let n = execguard_policy::audit::format_record(&record, &mut buf);
+            writer.keep_own(&buf[..n]).map_err(|_| ())
+        }
+        // To the kept audit's writer when the policy names one (a session started inside a
+        // kept one), else appended.
+        None => execguard_os::audit::deliver(policy, &record)
+            .unwrap_or(Ok(()))
+            .map_err(|_| ()),
+    };
+    kept_or_appended.map_err(|()| {
         eprint!(
             "{}",
             crate::launch::denial_line(Reason::AuditUnwritable, Some(policy.profile()), log, 0)
@@ -201,9 +217,12 @@ pub fn audit_log_ready(policy: &Policy<'_>, default_log: bool) -> Result<()> {
     let Some(log) = policy.audit_log() else {
         return Ok(());
     };
-    check_audit_log(policy, log)?;
-    // Opened there with no link as its last component, in a canonical directory.
-    crate::paths::remember_canonical(Path::new(std::ffi::OsStr::from_bytes(log)));
+    // A kept log is its writer's: no process of the session opens it.
+    if policy.audit_socket().is_none() {
+        check_audit_log(policy, log)?;
+        // Opened there with no link as its last component, in a canonical directory.
+        crate::paths::remember_canonical(Path::new(std::ffi::OsStr::from_bytes(log)));
+    }
     if default_log {
         announce_default_log(log);
     }

@@ -64,7 +64,7 @@ impl Sweep {
                     path.as_os_str().as_bytes(),
                     b"",
                 );
-                let _ = execguard_os::audit::append(log.as_os_str().as_bytes(), &record);
+                let _ = execguard_os::audit::append_exact(log.as_os_str().as_bytes(), &record);
             }
         }
         cleared

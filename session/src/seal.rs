@@ -51,8 +51,12 @@ pub fn seal(
     carry: Option<&std::os::fd::OwnedFd>,
     world: Option<&execguard_seal::world::World>,
 ) -> Result<execguard_seal::Enforcement, execguard_seal::SealError> {
-    // A path that does not exist gets no rule: make the audit log now, so it can be written.
-    if let Some(log) = policy.audit_log() {
+    // A path that does not exist gets no rule: make the audit log now, so it can be written
+    // (not a kept log: its writer made it, and no process of the session opens it).
+    if let Some(log) = policy
+        .audit_log()
+        .filter(|_| policy.audit_socket().is_none())
+    {
         use std::os::unix::ffi::OsStrExt;
         let log = Path::new(std::ffi::OsStr::from_bytes(log));
         use std::os::unix::fs::OpenOptionsExt;

@@ -33,6 +33,10 @@ pub struct Duties {
     /// Serve the session's own network while it runs ([`crate::network`]): its listeners
     /// arrive over a channel made at the fork.
     pub network: Option<crate::network::Network>,
+    /// Keep the session's audit: the writer bound before the session (its socket named by
+    /// the policy) takes the records of its processes from the fork on, and writes the
+    /// session's last record, signed, once everything else is done (`execguard_audit`).
+    pub audit: Option<execguard_audit::writer::Writer>,
 }
 
 /// The session's ends of the channels made at the fork.
@@ -62,6 +66,8 @@ pub struct Supervisor {
     duties: Duties,
     /// The supervisor's end of the carry channel.
     carried: Option<OwnedFd>,
+    /// The audit writer, once it serves.
+    audit: Option<execguard_audit::writer::Serving>,
 }
 
 impl Supervisor {
@@ -72,6 +78,7 @@ impl Supervisor {
             init: Init::install(stand)?,
             duties,
             carried: None,
+            audit: None,
         })
     }
 
@@ -106,12 +113,16 @@ impl Supervisor {
             // (copy) the heap pages this child shares with the supervisor, just before its
             // exec drops them.
             std::mem::forget(self.duties.handback.take());
+            // The writer is the supervisor's: the child drops its copy (the listening socket
+            // closes at the exec anyway) and writes nothing of it.
+            std::mem::forget(self.duties.audit.take());
             return Ok(SessionEnds {
                 carry: channel.map(|(_, session_end)| session_end),
                 network: network.map(|(_, _, session_end)| session_end),
             });
         }
         self.carried = channel.map(|(supervisor_end, _)| supervisor_end);
+        self.serve_audit(Some(child as u32));
         // Threads from here on: the session's network is served beside the loop (the signal
         // mask blocked at install holds for them too, so signals still reach the loop).
         if let Some((duty, supervisor_end, _)) = network {
@@ -123,8 +134,24 @@ impl Supervisor {
     }
 
     /// The container chain: spawns `cmd` in a process group of its own. Returns its pid.
-    pub fn spawn(&self, cmd: &mut Command) -> std::io::Result<libc::pid_t> {
-        self.init.spawn(cmd)
+    pub fn spawn(&mut self, cmd: &mut Command) -> std::io::Result<libc::pid_t> {
+        let pid = self.init.spawn(cmd)?;
+        self.serve_audit(Some(pid as u32));
+        Ok(pid)
+    }
+
+    /// Starts the audit writer's thread (after the fork: a forked child of a threaded process
+    /// may not run Rust). A writer that cannot start a thread takes no record: every sender
+    /// then refuses its exec (`audit_unwritable`), said here once.
+    fn serve_audit(&mut self, session_pid: Option<u32>) {
+        if let Some(writer) = self.duties.audit.take() {
+            match writer.serve(session_pid) {
+                Ok(serving) => self.audit = Some(serving),
+                Err(e) => eprintln!(
+                    "execguard: audit_unwritable: the audit writer did not start ({e}): every record of this session is refused"
+                ),
+            }
+        }
     }
 
     /// Passes signals on and reaps until `child` has ended; its exit code (1 when the loop
@@ -155,6 +182,14 @@ impl Supervisor {
         }
         if let Some(temp) = &self.duties.remove_temp {
             temp.remove();
+        }
+        // Last of the writers: the hand-back's and the sweep's records are the session's too.
+        if let Some(serving) = self.audit {
+            if let Err(e) = serving.finish(None) {
+                eprintln!(
+                    "execguard: audit_unwritable: the session's last audit record could not be written: {e}"
+                );
+            }
         }
         if let Some(mark) = &self.duties.summary {
             crate::summary::Summary::since(mark).print(mark.log());

@@ -271,8 +271,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 Some(p) => PathBuf::from(std::ffi::OsStr::from_bytes(p)),
                 None => bail!("the policy in force names no audit_log: name the audit log"),
             },
-            // Outside a session: the log `execguard run` keeps by default.
-            None => execguard_session::preflight::default_audit_log()?,
+            // Outside a session: the kept log `execguard run` keeps by default, else the
+            // runtime directory's log, which sessions wrote themselves before it.
+            None => match execguard_audit::key::default_state_dir()
+                .map(|d| d.join("audit.jsonl"))
+                .ok()
+                .filter(|l| l.exists())
+            {
+                Some(kept) => kept,
+                None => execguard_session::preflight::default_audit_log()?,
+            },
         },
     };
     let reader = std::io::BufReader::new(

@@ -22,8 +22,10 @@ pub struct Args {
     /// Use this policy file instead of the embedded default
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// Append one JSON record per refusal to this file (default: audit.jsonl in the user's
-    /// runtime directory, $XDG_RUNTIME_DIR/execguard or /tmp/execguard-UID)
+    /// Let the session append its records to this file itself: a log it can also rewrite
+    /// (said once). Default: the kept audit, written by the supervisor outside the session to
+    /// $XDG_STATE_HOME/execguard/audit.jsonl (else ~/.local/state/execguard/audit.jsonl),
+    /// chained and signed (docs/audit.md)
     #[arg(long, conflicts_with = "policy")]
     audit: Option<PathBuf>,
     /// Accepted for compatibility: every session is sealed (W^X) unless --allow-unsealed

@@ -68,9 +68,18 @@ fn regular(fd: c_int) -> Result<c_int, Errno> {
 /// rights, root's included): the log is opened only by a name with no link on it, so a
 /// directory of the log that the session replaced by a link is not followed to where it points.
 /// The caller passes the log's canonical name, taken before the session started.
+///
+/// A `log` that is a socket is a kept audit's writer (`execguard_audit`): the record is sent
+/// there and kept once the writer says so.
 pub fn append_exact(log: &[u8], record: &Record<'_>) -> Result<(), AppendError> {
     let mut buf = [0u8; RECORD_MAX];
     let n = format_record(record, &mut buf);
+    // SAFETY: with_c_path passes a NUL-terminated copy of `log`.
+    if let Ok(Ok(st)) = with_c_path(log, |c| unsafe { raw::stat(c) }) {
+        if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
+            return send_record_as(log, &buf[..n], Answer::Wait);
+        }
+    }
     let fd = open_log_exact(log).map_err(AppendError::Failed)?;
     let result = append_whole(&mut Fd(fd), &buf[..n]);
     raw::close(fd);
@@ -146,21 +155,27 @@ pub enum Answer {
 
 /// [`send_record`], waiting for the writer's answer or only for the hand-over.
 pub fn send_record_as(socket: &[u8], record: &[u8], answer: Answer) -> Result<(), AppendError> {
-    // SAFETY: all-zero is a valid sockaddr_un.
-    let mut addr: libc::sockaddr_un = unsafe { core::mem::zeroed() };
-    if socket.is_empty() || socket.len() >= addr.sun_path.len() || socket.contains(&0) {
-        return Err(AppendError::Failed(libc::ENAMETOOLONG));
-    }
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (d, s) in addr.sun_path.iter_mut().zip(socket) {
-        *d = *s as libc::c_char;
-    }
-    let len = core::mem::size_of::<libc::sa_family_t>() + socket.len() + 1;
-    let fd = raw::socket_unix_seqpacket().map_err(AppendError::Failed)?;
+    let mut addr = Address::new();
+    let dir = addr.set(socket).map_err(AppendError::Failed)?;
+    let fd = match raw::socket_unix_seqpacket() {
+        Ok(fd) => fd,
+        Err(e) => {
+            if let Some(d) = dir {
+                raw::close(d);
+            }
+            return Err(AppendError::Failed(e));
+        }
+    };
     let result = (|| {
         raw::set_timeouts(fd, ANSWER_TIMEOUT_SECS)?;
-        // SAFETY: `addr` is a valid sockaddr_un whose first `len` bytes are initialised.
-        unsafe { raw::connect(fd, &addr as *const _ as *const libc::sockaddr, len as u32) }?;
+        // SAFETY: `addr.sun` is a valid sockaddr_un whose first `addr.len` bytes are set.
+        unsafe {
+            raw::connect(
+                fd,
+                &addr.sun as *const _ as *const libc::sockaddr,
+                addr.len as u32,
+            )
+        }?;
         raw::send(fd, record)?;
         if answer == Answer::Delivered {
             return Ok(());
@@ -172,7 +187,76 @@ pub fn send_record_as(socket: &[u8], record: &[u8], answer: Answer) -> Result<()
         }
     })();
     raw::close(fd);
+    if let Some(d) = dir {
+        raw::close(d);
+    }
     result.map_err(AppendError::Failed)
+}
+
+/// A UNIX socket address for a name of any length: one too long for `sun_path` (108 bytes) is
+/// reached through its directory, opened `O_PATH`, as `/proc/self/fd/N/NAME`.
+pub struct Address {
+    pub sun: libc::sockaddr_un,
+    pub len: usize,
+}
+
+impl Address {
+    pub fn new() -> Address {
+        Address {
+            // SAFETY: all-zero is a valid sockaddr_un.
+            sun: unsafe { core::mem::zeroed() },
+            len: 0,
+        }
+    }
+
+    /// Sets the address to `path`; returns the directory descriptor to close after the
+    /// `connect` or `bind` when the name went through one.
+    pub fn set(&mut self, path: &[u8]) -> Result<Option<c_int>, Errno> {
+        if path.is_empty() || path.contains(&0) {
+            return Err(libc::EINVAL);
+        }
+        self.sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let room = self.sun.sun_path.len() - 1;
+        if path.len() <= room {
+            self.put(&[path]);
+            return Ok(None);
+        }
+        let cut = path
+            .iter()
+            .rposition(|&c| c == b'/')
+            .ok_or(libc::ENAMETOOLONG)?;
+        let (dir, name) = (&path[..cut.max(1)], &path[cut + 1..]);
+        // SAFETY: with_c_path passes a NUL-terminated copy of `dir`.
+        let fd = with_c_path(dir, |c| unsafe {
+            raw::open(c, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+        })??;
+        let mut digits = [0u8; 20];
+        let n = execguard_policy::text::decimal(fd as u64, &mut digits);
+        if b"/proc/self/fd/".len() + n.len() + 1 + name.len() > room {
+            raw::close(fd);
+            return Err(libc::ENAMETOOLONG);
+        }
+        self.put(&[b"/proc/self/fd/", n, b"/", name]);
+        Ok(Some(fd))
+    }
+
+    fn put(&mut self, parts: &[&[u8]]) {
+        let mut at = 0;
+        for part in parts {
+            for &b in *part {
+                self.sun.sun_path[at] = b as libc::c_char;
+                at += 1;
+            }
+        }
+        self.sun.sun_path[at] = 0;
+        self.len = core::mem::size_of::<libc::sa_family_t>() + at + 1;
+    }
+}
+
+impl Default for Address {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Formats `record` and sends it to the writer at `socket` ([`send_record_as`]): an allow

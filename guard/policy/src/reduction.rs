@@ -46,11 +46,14 @@ pub enum Reduction {
     /// The session shares the host's network, its loopback services included
     /// (`--allow-host-network`).
     HostNetwork,
+    /// The kept audit's signing key is not hidden from the session (no mount namespace):
+    /// the session could sign a log of its own making (docs/audit.md).
+    AuditKeyReadable,
 }
 
 impl Reduction {
     /// Every reduction, for parsing, documentation and tests.
-    pub const ALL: [Reduction; 19] = [
+    pub const ALL: [Reduction; 20] = [
         Self::Profile(Profile::Development),
         Self::Profile(Profile::Build),
         Self::Profile(Profile::Breakglass),
@@ -70,6 +73,7 @@ impl Reduction {
         Self::SharedTemp,
         Self::OutsideSockets,
         Self::HostNetwork,
+        Self::AuditKeyReadable,
     ];
 
     /// The stable name. (The container's names were kebab-case before the seal's existed,
@@ -93,6 +97,7 @@ impl Reduction {
             Self::SharedTemp => "shared_temp",
             Self::OutsideSockets => "outside_sockets",
             Self::HostNetwork => "host_network",
+            Self::AuditKeyReadable => "audit_key_readable",
         }
     }
 

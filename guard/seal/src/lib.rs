@@ -145,6 +145,11 @@ pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, Sea
             }
         }
     }
+    // The kept audit's key is hidden only by a mount of the namespace.
+    if !made && !partition.hidden.is_empty() {
+        eprintln!("execguard: notice: the audit signing key is not hidden from this session (no mount namespace): its kept log's signatures do not prove it untouched by the session");
+        reductions.push(Reduction::AuditKeyReadable);
+    }
     // Only a namespace with all its mounts keeps the exec dirs read-only by mount.
     let landlock = landlock_rules(partition, abi, made)?;
     // After the mounts, which need CAP_SYS_ADMIN; before seccomp, which refuses nothing here.

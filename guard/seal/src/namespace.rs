@@ -368,5 +368,34 @@ fn bind_partition(
             read_only.push(point.clone());
         }
     }
+    #[cfg(any(test, feature = "test-hooks"))]
+    fail_at("hide")?;
+    for dir in partition.hidden.iter().filter(|p| p.is_dir()) {
+        hide(dir)?;
+    }
+    Ok(())
+}
+
+/// Mounts an empty, read-only tmpfs on `dir`: what it holds cannot be read, listed or reached
+/// from the session (the seccomp filter refuses the umount that would uncover it).
+fn hide(dir: &Path) -> Result<(), SealError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dst = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| crate::mount_calls::fail("hide", dir))?;
+    // SAFETY: every pointer is a valid NUL-terminated string; the call changes only this
+    // process's (private) mount namespace.
+    let rc = unsafe {
+        libc::mount(
+            c"execguard-hidden".as_ptr(),
+            dst.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"size=4k,mode=000".as_ptr().cast(),
+        )
+    };
+    if rc != 0 {
+        return Err(crate::mount_calls::fail("hide", dir));
+    }
+    forget();
     Ok(())
 }

@@ -14,6 +14,10 @@ pub struct Partition {
     /// Write-set roots granted both rights: the workspace of the `development` and `build`
     /// profiles (reduced assurance, reported).
     pub both: Vec<PathBuf>,
+    /// Directories the session must not even read (the kept audit's signing key): an empty
+    /// read-only file system is mounted on each in the session's mount namespace. Each lies
+    /// in an exec dir (read-only already) or outside the write set.
+    pub hidden: Vec<PathBuf>,
 }
 
 fn realpath(p: &Path) -> Option<PathBuf> {

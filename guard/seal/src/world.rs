@@ -321,6 +321,10 @@ pub fn build(world: &World) -> Result<WorldReport, SealError> {
         .collect();
     kept_paths.sort();
     kept_paths.dedup();
+    // A path beneath another kept directory comes with it (a socket in a kept exec dir: the
+    // kept audit's, which cannot be opened to make a mount point of its own).
+    let all = kept_paths.clone();
+    kept_paths.retain(|p| !all.iter().any(|q| q != p && beneath(p, q) && q.is_dir()));
     for p in kept_paths {
         let Ok(meta) = std::fs::symlink_metadata(p) else {
             continue;
