@@ -402,3 +402,40 @@ fn the_audit_log_never_becomes_a_program() {
         );
     }
 }
+
+/// A strict sealed session says once, on a terminal, what only the kernel refuses (a program
+/// written in the session that a static program starts: a bare "permission denied", issue
+/// 30); a development session does not (it runs such programs), nor does a session whose
+/// stderr is no terminal (scripts and agents read that stderr).
+#[test]
+fn the_strict_start_notice_is_said_once_on_a_terminal() {
+    let notice = "execguard: strict session: a program written in this session that a static program starts gets a bare \"permission denied\" from the kernel, with no line of execguard's; to run what the workspace builds, start the session with `execguard run --profile development`";
+    for who in identities() {
+        let label = who.label();
+        let f = Fixture::new("start-notice");
+        let xdg = runtime_dir(&f, &who);
+        for (profile, said) in [("strict", 1), ("development", 0)] {
+            let line = format!("{} run --profile {profile} -- true", s(&tools().cli));
+            let mut script = f.plain("script");
+            script
+                .env("EXECGUARD_LIB", &tools().lib)
+                .env("XDG_RUNTIME_DIR", &xdg)
+                .args(["-qec", &line, "/dev/null"]);
+            who.apply(&mut script);
+            let o = run(&mut script);
+            assert_eq!(o.code, Some(0), "{label} {profile}\n{o}");
+            // The terminal's line ends are CR LF.
+            let lines = o.stdout.lines().filter(|l| l.trim_end() == notice).count();
+            assert_eq!(lines, said, "{label} {profile} on a terminal\n{o}");
+        }
+        let o = run(cli(&f, &who).env("XDG_RUNTIME_DIR", &xdg).args([
+            "run",
+            "--profile",
+            "strict",
+            "--",
+            "true",
+        ]));
+        assert_eq!(o.code, Some(0), "{label}\n{o}");
+        assert!(!o.stderr.contains(notice), "{label}: piped stderr\n{o}");
+    }
+}
