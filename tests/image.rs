@@ -235,7 +235,11 @@ fn the_guard_is_in_every_dynamic_process_and_its_refusals_hold() {
     ws.write("node-shebang", &format!("#!{REAL}/node\nconsole.log(1)\n"));
     ws.write("a", "#!/workspace/b\n");
     ws.write("b", &format!("#!{REAL}/git\n"));
-    ws.write("sleep.js", "setTimeout(() => {}, 30000);\n");
+    // Says it is up (on a FIFO the script waits on) once node runs it, then stays.
+    ws.write(
+        "sleep.js",
+        "require('fs').writeFileSync('/tmp/node-up', 'up\\n');\nsetTimeout(() => {}, 30000);\n",
+    );
     let out = ok(&sh(
         &ws,
         r#"set -u
@@ -258,9 +262,11 @@ try memfd perl -e '
   open(my $out, ">&=", $fd) or die; binmode $out; syswrite($out, $elf) or die;
   exec("/proc/self/fd/$fd") or exit 126;'
 # Long-running processes: the node runtime (started through its wrapper) and a plain sleep.
+mkfifo /tmp/node-up; exec 3<>/tmp/node-up
 node /workspace/sleep.js & NODE=$!
 sleep 30 & SLEEP=$!
-sleep 1
+read -t 60 -u 3 up || echo "node.up=never"
+echo "node.up=$up"
 checked=0; missing=""
 for p in /proc/[0-9]*; do
   maps=$(cat $p/maps 2>/dev/null) || continue
@@ -310,6 +316,13 @@ kill $NODE $SLEEP
     );
     assert_eq!(field(&out, "script.rc"), "0", "{out}");
     assert_eq!(field(&out, "script.out"), "script-ran");
+    // The event the process scan waited for: node ran sleep.js (a plain `sleep 30` is up by
+    // the time node is).
+    assert_eq!(
+        field(&out, "node.up"),
+        "up",
+        "node never said it was up:\n{out}"
+    );
     let checked: u32 = field(&out, "checked").parse().unwrap();
     // bash, node and sleep at least; PID 1 dropped from root to the session user, so the kernel
     // made it non-dumpable and its maps are not readable to the session (nor can it be traced).
@@ -1159,4 +1172,40 @@ echo planted"#;
             "{profile}: the operator's git ran what the session wrote\n{stderr}"
         );
     }
+}
+
+/// PID 1 prints the session's refusals when it ends, as `execguard run` does on a host
+/// (issue 30): a refusal whose line the command threw away still reaches the person.
+#[test]
+fn the_session_summary_brings_back_a_swallowed_refusal() {
+    if !docker_ready() {
+        return;
+    }
+    let ws = Workspace::new("summary");
+    let out = image_run(&ws)
+        .args([
+            "--arbitrary-command",
+            "--",
+            "bash",
+            "-c",
+            "cp /bin/true /workspace/t && chmod +x /workspace/t; /workspace/t 2>/dev/null; echo rc=$?",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("rc=126"), "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains("execguard: denied"),
+        "not swallowed:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("execguard: session summary: 1 refusal (audit log "),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("1 x mutable_native, first /workspace/t -- ")),
+        "{stderr}"
+    );
 }

@@ -176,6 +176,9 @@ struct Prepared {
     /// The setuid/setgid bits and file capabilities the session leaves in what outlives it
     /// (the workspace above all, the host's), cleared at its end.
     clear_privileges: Option<execguard_session::privileges::Sweep>,
+    /// Where the session's refusals start in the image policy's audit log: PID 1 prints their
+    /// summary when the session ends, as `execguard run` does on a host (issue 30).
+    summary: Option<execguard_session::summary::Mark>,
 }
 
 fn start(mut prepared: Prepared) -> i32 {
@@ -184,8 +187,7 @@ fn start(mut prepared: Prepared) -> i32 {
         end_the_rest: prepared.handback.is_some(),
         carry_back: false,
         handback: prepared.handback.take(),
-        // The image's sessions are summarised by `execguard audit` (issue 30: host sessions).
-        summary: None,
+        summary: prepared.summary.take(),
         clear_privileges: prepared.clear_privileges.take(),
         remove_temp: None,
         // The container's network is Docker's (`--network`), the image's to choose.
@@ -288,11 +290,15 @@ fn prepare(
     // Recorded last, right before the session starts.
     let clear_privileges = Some(record_privileges(paths));
     let handback = record_handback(paths, &session);
+    // Where the session's refusals begin in the log, for PID 1's summary at its end.
+    let summary =
+        crate::audit::policy_log(paths).map(|(log, _)| execguard_session::summary::Mark::now(&log));
     Ok(Prepared {
         cmd,
         _link: link,
         handback,
         clear_privileges,
+        summary,
     })
 }
 
