@@ -118,13 +118,22 @@ pub(crate) fn flags_of(fd: &std::os::fd::OwnedFd) -> Option<libc::c_ulong> {
 /// (`mount_setattr`, Linux 5.12) keeps every flag the mount has, locked ones included.
 pub(crate) fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<(), SealError> {
     use std::os::fd::AsFd;
-    let (fd, id) = reach(point).map_err(|e| SealError::Noexec {
-        detail: format!("{}: {e}", point.display()),
-    })?;
+    let (fd, id) = match reach(point) {
+        Ok(reached) => reached,
+        Err(_) if gone(point, table) => return Ok(()),
+        Err(e) => {
+            return Err(SealError::Noexec {
+                detail: format!("{}: {e}", point.display()),
+            })
+        }
+    };
     if !table
         .iter()
         .any(|m| u64::from(m.id) == id && m.point == point)
     {
+        if gone(point, table) {
+            return Ok(());
+        }
         return Err(SealError::Noexec {
             detail: format!(
                 "{}: a directory above this mount was moved while the session was sealed; start the session again",
@@ -137,6 +146,19 @@ pub(crate) fn add_attrs_at(point: &Path, table: &[Mount], attrs: u64) -> Result<
     })?;
     forget();
     Ok(())
+}
+
+/// Did every mount `table` places at `point` leave this namespace since? The kernel detaches
+/// a mount whose point is removed outside (another session's socket, covered by the world,
+/// going away with it): it is reached by no name, so there is nothing left to change. A mount
+/// moved by a directory above it stays in the table and is still refused.
+fn gone(point: &Path, table: &[Mount]) -> bool {
+    forget();
+    let Ok(now) = crate::mountinfo::read_mountinfo() else {
+        return false;
+    };
+    let mut placed = table.iter().filter(|m| m.point == point).peekable();
+    placed.peek().is_some() && placed.all(|m| !now.iter().any(|n| n.id == m.id))
 }
 
 /// Adds `attrs` to the mount `fd` is on (`mount_setattr(2)`, Linux 5.12): every flag the

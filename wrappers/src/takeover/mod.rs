@@ -136,7 +136,14 @@ impl Snapshot {
         commons.dedup_by_key(|(id, _)| *id);
         let mut locks = Vec::new();
         for (_, c) in commons {
-            locks.push(RepositoryLock::take(c)?);
+            match RepositoryLock::take(c) {
+                Ok(lock) => locks.push(lock),
+                // Gone between the walk and the lock (another process removed it: a shared
+                // /tmp): there is nothing to hand back, and one made again at that name is
+                // new at the end, quarantined as the session's.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            }
         }
         let mut snapshots: Vec<Snapshot> = found
             .git_dirs
