@@ -30,6 +30,7 @@ mod abi;
 pub mod aliases;
 pub mod capabilities;
 mod error;
+pub mod fd_passing;
 mod landlock;
 mod mount_calls;
 pub mod mountinfo;

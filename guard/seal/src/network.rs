@@ -72,7 +72,8 @@ pub fn make(plan: &NetworkPlan) -> Result<NetworkReport, SealError> {
         );
     }
     let fds: Vec<RawFd> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
-    send_fds(plan.channel, &fds).map_err(|e| net_err("send the listeners", e))?;
+    crate::fd_passing::send(plan.channel, b"n", &fds, libc::MSG_NOSIGNAL)
+        .map_err(|e| net_err("send the listeners", e))?;
     // This process's copies close here: the supervisor's are the only ones left.
     drop(listeners);
     Ok(NetworkReport {
@@ -103,85 +104,13 @@ fn loopback_up() -> Result<(), SealError> {
     Ok(())
 }
 
-/// Sends `fds` over the UNIX socket `channel` in one message (`SCM_RIGHTS`).
-fn send_fds(channel: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
-    let bytes = std::mem::size_of_val(fds);
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
-    let mut control = vec![0u8; space];
-    let mut payload = [b'n'];
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
-    };
-    // SAFETY: msghdr is plain data; all zeroes is a valid value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
-    // SAFETY: `msg` points at `control`, which has room for one header and `bytes` of data
-    // (CMSG_SPACE), so the first header exists and its data holds the descriptors.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
-        std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(cmsg), bytes);
-    }
-    // SAFETY: `msg` and everything it points at live through the call.
-    if unsafe { libc::sendmsg(channel, &msg, libc::MSG_NOSIGNAL) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// The supervisor's side of [`send_fds`]: up to `max` descriptors, or none when the session
-/// ended (or sealed no network) without sending any.
+/// The supervisor's side of the listeners' message: up to `max` descriptors, or none when
+/// the session ended (or sealed no network) without sending any.
 pub fn receive_fds(channel: RawFd, max: usize) -> std::io::Result<Vec<std::os::fd::OwnedFd>> {
-    use std::os::fd::FromRawFd;
-    let bytes = max * std::mem::size_of::<RawFd>();
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
-    let mut control = vec![0u8; space];
-    let mut payload = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
-    };
-    // SAFETY: msghdr is plain data; all zeroes is a valid value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
-    let n = loop {
-        // SAFETY: `msg` and everything it points at live through the call.
-        let n = unsafe { libc::recvmsg(channel, &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        break n;
-    };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let mut out = Vec::new();
-    // SAFETY: the kernel filled `control` up to msg_controllen; CMSG_FIRSTHDR/NXTHDR stay
-    // within it, and an SCM_RIGHTS header's data is an array of descriptors now ours.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(cmsg);
-                let len = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                for i in 0..len / std::mem::size_of::<RawFd>() {
-                    let fd = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
-                    out.push(std::os::fd::OwnedFd::from_raw_fd(fd));
-                }
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+    loop {
+        match crate::fd_passing::receive(channel, &mut [0u8; 1], max, 0) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            received => return received.map(|(_, fds)| fds),
         }
     }
-    Ok(out)
 }
