@@ -95,6 +95,7 @@ pub struct Runtime<'a> {
 }
 
 /// A file's identity as a policy carries it: `"DEV:INO"`, or `"DEV:INO/"` for a directory.
+/// Also what `RuntimeIds` keeps of each runtime and wrapper (its cache holds 64, so no more).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileId {
     pub dev: u64,

@@ -14,8 +14,6 @@ pub struct RuntimeIds {
     n: usize,
 }
 
-// What [`RuntimeIds`] keeps of a file: its identity, and whether it is a directory (the
-// cache holds 64 of them, so no more).
 impl FileId {
     fn of(info: FileInfo) -> Self {
         FileId {
