@@ -41,6 +41,8 @@ enum Command {
     /// A workspace's home layer: what its sessions changed in $HOME, handed back on request
     #[command(subcommand)]
     Home(commands::home::Command),
+    /// Reach HOST PORT through the session's proxy on stdin/stdout (the session's ssh ProxyCommand)
+    Connect(commands::connect::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::ExecDirs(cmd) => commands::exec_dirs::run(cmd),
         Command::Image(cmd) => commands::image::run(cmd),
         Command::Home(cmd) => commands::home::run(cmd),
+        Command::Connect(args) => commands::connect::run(args),
     };
     match result {
         Ok(code) => code,

@@ -7,26 +7,13 @@
 
 mod support;
 
-use execguard_testkit::{identities, Identity};
+use execguard_testkit::identities;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use support::{s, tools, Fixture};
-
-fn fixture(name: &str, who: &Identity) -> Fixture {
-    let f = Fixture::for_user(name, *who);
-    who.own(&f.ws);
-    f.reset_audit();
-    // The parents must be traversable by the non-root user.
-    for d in [&f.base, &f.base.parent().unwrap().to_path_buf()] {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
-    }
-    f
-}
+use support::{s, session_fixture as fixture, shown, text, tools, Fixture};
 
 /// `execguard run --workspace WS --audit LOG [flags] -- sh -c SCRIPT` as the fixture's user.
 fn session(f: &Fixture, flags: &[&str], script: &str, extra_env: &[(&str, &str)]) -> Output {
@@ -42,19 +29,6 @@ fn session(f: &Fixture, flags: &[&str], script: &str, extra_env: &[(&str, &str)]
         c.env(k, v);
     }
     c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn shown(o: &Output) -> String {
-    format!(
-        "{:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
 }
 
 /// An operator's service on the host's `127.0.0.1`: answers every connection with a small

@@ -1,5 +1,6 @@
 pub mod audit;
 pub mod check;
+pub mod connect;
 pub mod doctor;
 pub mod exec_dirs;
 pub mod home;

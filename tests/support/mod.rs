@@ -642,3 +642,28 @@ pub fn denial_lines(stderr: &str) -> Vec<(String, String, String)> {
         })
         .collect()
 }
+
+/// A child's status and both outputs, for an assertion message.
+#[allow(dead_code)] // not every test binary uses it
+pub fn shown(o: &Output) -> String {
+    format!(
+        "{:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+/// A fixture for `execguard run` as `who` ([`Fixture::for_user`]): the workspace and the audit
+/// log (emptied) theirs too, the fixture's parents traversable by a non-root user.
+#[allow(dead_code)] // not every test binary uses it
+pub fn session_fixture(name: &str, who: &execguard_testkit::Identity) -> Fixture {
+    let f = Fixture::for_user(name, *who);
+    who.own(&f.ws);
+    f.reset_audit();
+    for d in [&f.base, &f.base.parent().unwrap().to_path_buf()] {
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
+    }
+    f
+}

@@ -75,8 +75,19 @@ impl Invocation {
         EXIT_REFUSED
     }
 
-    fn exec(&self, real: &Path, args: &[OsString], rt: Runtime, extra: &[String]) -> i32 {
+    /// Execs `real` with the child environment of `rt`, the checked variables `extra` names,
+    /// and `set` (the wrapper's own values, which win).
+    fn exec(
+        &self,
+        real: &Path,
+        args: &[OsString],
+        rt: Runtime,
+        extra: &[String],
+        set: Vec<(OsString, OsString)>,
+    ) -> i32 {
         let mut child_env = build_child_env(rt, &self.env);
+        child_env.retain(|(k, _)| !set.iter().any(|(n, _)| n == k));
+        child_env.extend(set);
         for name in extra {
             if child_env.iter().any(|(k, _)| k == name.as_str()) {
                 continue;
@@ -188,13 +199,17 @@ pub fn main_git() -> i32 {
         Err(code) => return code,
     };
     let reader = FileConfig::from_env(&inv.env);
+    let ssh = self_exe
+        .as_deref()
+        .map(|w| crate::git::ssh::child_env(&inv.env, w))
+        .unwrap_or_default();
     let ctx = GitContext {
         reader: &reader,
         shim: policy.git_shim_rule(self_exe),
         internal_child: parent_is_sequencer(&policy),
     };
     match check_git_with(&inv.args, &inv.env_pairs, &inv.cwd, &ctx) {
-        Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git, &plan.config_env_vars),
+        Ok(plan) => inv.exec(&real, &plan.args, Runtime::Git, &plan.config_env_vars, ssh),
         Err(r) => inv.refuse(&r, Some(&policy)),
     }
 }
@@ -207,7 +222,7 @@ pub fn main_node() -> i32 {
         Err(code) => return code,
     };
     match crate::node::check_node(&inv.args).and_then(|plan| crate::node::check_script(&plan)) {
-        Ok(()) => inv.exec(&real, &inv.args, Runtime::Node, &[]),
+        Ok(()) => inv.exec(&real, &inv.args, Runtime::Node, &[], Vec::new()),
         Err(r) => inv.refuse(&r, Some(&policy)),
     }
 }

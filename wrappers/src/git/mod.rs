@@ -6,6 +6,7 @@ pub mod files;
 pub mod options;
 pub mod repo;
 pub mod shim;
+pub mod ssh;
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -74,9 +75,10 @@ pub struct GitPlan {
 
 /// What the go command sets `GIT_SSH_COMMAND` to when neither it nor `GIT_SSH` is set (its
 /// VCS stamping and module fetches run git with it): git's own `ssh`, with options that make
-/// it never share a connection or ask. Accepted as it is, and not passed on (git then runs
-/// that same `ssh`): `go build` in a repository asks `git status` through the wrapper.
-const GO_SSH_COMMAND: &str = "ssh -o ControlMaster=no -o BatchMode=yes";
+/// it never share a connection or ask. Accepted as it is, and passed on only through the
+/// session's proxy ([`ssh::child_env`]): `go build` in a repository asks `git status` through
+/// the wrapper.
+pub(crate) const GO_SSH_COMMAND: &str = "ssh -o ControlMaster=no -o BatchMode=yes";
 
 /// Variables that make git run a program of the caller's choosing (rule 1), each with how to
 /// do without it. Pager, editor and askpass variables are neutralised instead (`env.rs`).
@@ -515,8 +517,17 @@ impl Ctx<'_, '_> {
             let v = lossy(value);
             // An empty GIT_TEMPLATE_DIR copies no templates; the go command's own
             // GIT_SSH_COMMAND runs the ssh git would run anyway.
+            // The wrapper's own (git over ssh through the session's proxy) comes back with
+            // the helpers git runs through the wrapper.
+            let own_ssh = || {
+                self.ctx
+                    .shim
+                    .wrapper
+                    .as_deref()
+                    .is_some_and(|w| ssh::own_commands(self.env, w).contains(&v))
+            };
             let harmless = (name == "GIT_TEMPLATE_DIR" && v.is_empty())
-                || (name == "GIT_SSH_COMMAND" && v == GO_SSH_COMMAND);
+                || (name == "GIT_SSH_COMMAND" && (v == GO_SSH_COMMAND || own_ssh()));
             if let Some((_, hint)) = BLOCKED_ENV.iter().find(|(n, _)| *n == name && !harmless) {
                 return Err(Refusal::new(
                     Reason::EnvOverride,
