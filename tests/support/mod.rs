@@ -80,7 +80,7 @@ pub fn support_dir() -> PathBuf {
 /// outer `cargo test` does not build a cdylib that no test target links, so a fresh build is
 /// the only way to be sure the library under test is the code under test.
 fn build_guard() -> PathBuf {
-    build_guard_as("debug")
+    build_guard_as("debug", &[])
 }
 
 /// The guard library as it ships (release profile), for what depends on code generation: the
@@ -88,14 +88,26 @@ fn build_guard() -> PathBuf {
 #[allow(dead_code)] // not every test binary uses it
 pub fn release_lib() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| build_guard_as("release"))
+    LIB.get_or_init(|| build_guard_as("release", &[]))
 }
 
-fn build_guard_as(profile: &str) -> PathBuf {
+/// [`release_lib`] with its symbol table (the shipped one is stripped), built apart: the same
+/// code and layout, for tests that find a function by its name.
+#[allow(dead_code)] // not every test binary uses it
+pub fn release_lib_with_symbols() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/with-symbols");
+    let dir = dir.to_str().unwrap();
+    let keep = "profile.release.package.execguard-preload.strip=\"none\"";
+    LIB.get_or_init(|| build_guard_as("release", &["--config", keep, "--target-dir", dir]))
+}
+
+fn build_guard_as(profile: &str, extra: &[&str]) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let out = Command::new(env!("CARGO"))
         .args(["build", "--quiet", "-p", "execguard-preload"])
         .args((profile == "release").then_some("--release"))
+        .args(extra)
         .arg("--message-format=json")
         .arg("--manifest-path")
         .arg(&manifest)

@@ -66,15 +66,36 @@ pub fn code_use(entry: &[u8]) -> Option<(EnvUse, &[u8])> {
     }
     let eq = entry.iter().position(|&c| c == b'=')?;
     let (name, value) = (&entry[..eq], &entry[eq + 1..]);
-    UNSECURE_ENVVARS
-        .iter()
-        .find(|(n, u)| *n == name && !matches!(u, EnvUse::NoCode(_)))
-        .map(|&(_, u)| (u, value))
+    code_variable(name).map(|u| (u, value))
+}
+
+/// The code variables of [`UNSECURE_ENVVARS`] (a test checks that the two agree), as a match:
+/// searching the table would link it into the guard, 44 pointers the loader relocates in
+/// every process that loads it.
+fn code_variable(name: &[u8]) -> Option<EnvUse> {
+    match name {
+        b"LD_PRELOAD" | b"LD_AUDIT" => Some(EnvUse::Objects),
+        b"LD_LIBRARY_PATH" | b"GCONV_PATH" | b"LD_ORIGIN_PATH" => Some(EnvUse::CodeDirs),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_code_variables_are_the_tables() {
+        for (name, table_use) in UNSECURE_ENVVARS {
+            let code = (!matches!(table_use, EnvUse::NoCode(_))).then_some(table_use);
+            assert_eq!(
+                code_variable(name),
+                code,
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
 
     #[test]
     fn only_code_variables_are_checked() {

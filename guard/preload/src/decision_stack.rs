@@ -65,21 +65,24 @@ pub fn last_seen() -> Option<&'static AtomicU64> {
 
 /// Runs `f` on a decision stack and returns its result. Falls back to the caller's own stack
 /// only if no memory can be mapped (then the decision is the same, on less stack).
-#[inline(never)]
 pub fn run<R>(f: impl FnOnce() -> R) -> R {
+    crate::once::through_dyn(|()| f(), run_dyn)
+}
+
+#[inline(never)]
+fn run_dyn(f: &mut dyn FnMut(())) {
     if on_kept_stack() {
-        return f(); // a decision inside a decision: signals are blocked already
+        return f(()); // a decision inside a decision: signals are blocked already
     }
     let mask = raw::block_all_signals();
-    let r = run_blocked(f);
+    run_blocked(f);
     raw::restore_signals(mask);
-    r
 }
 
 /// [`run`] with every signal blocked: no handler runs on a decision stack (it could need more
 /// than is left, `fork` there, or `siglongjmp` out and leave the stack held) and no
 /// asynchronous cancellation stops a decision half-way.
-fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
+fn run_blocked(f: &mut dyn FnMut(())) {
     for slot in &STACKS {
         let base = match slot.load(Ordering::Acquire) {
             MAPPING => continue,
@@ -92,7 +95,7 @@ fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
                 }
                 let Some(b) = map_stack() else {
                     slot.store(UNMAPPED, Ordering::Release);
-                    return f();
+                    return f(());
                 };
                 let b = b as usize;
                 held(b).store(true, Ordering::Relaxed);
@@ -113,19 +116,18 @@ fn run_blocked<R>(f: impl FnOnce() -> R) -> R {
         // an inaccessible guard below it, page-aligned at the bottom and 64-byte aligned at the
         // top; its flag makes this thread its only user until the store below, and `f` returns
         // (no exec leaves it: see the module doc).
-        let r = unsafe { psm::on_stack(base as *mut u8, SIZE - FLAG_BYTES, f) };
+        unsafe { psm::on_stack(base as *mut u8, SIZE - FLAG_BYTES, || f(())) };
         held(base).store(false, Ordering::Release);
-        return r;
+        return;
     }
     match map_stack() {
         Some(base) => {
             // SAFETY: as above, for a mapping that only this call knows of.
-            let r = unsafe { psm::on_stack(base, SIZE, f) };
+            unsafe { psm::on_stack(base, SIZE, || f(())) };
             // SAFETY: the mapping made by map_stack for this call; `f` has returned.
             unsafe { raw::unmap(base.sub(GUARD), GUARD + SIZE) };
-            r
         }
-        None => f(),
+        None => f(()),
     }
 }
 

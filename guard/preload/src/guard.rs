@@ -2,7 +2,7 @@
 //! then run or refuse. Shared by every entry point.
 
 use crate::state::{self, Loaded, Source, POLICY_PREFIX, PRELOAD_PREFIX};
-use crate::{decision_stack, scratch};
+use crate::{decision_stack, once, scratch};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use execguard_os::{raw, CList, LibcSys};
 use execguard_policy::audit::{format_denial, Decision, DENIAL_MAX};
@@ -161,6 +161,31 @@ pub unsafe fn guarded_as<R>(
     run: impl FnOnce(Exec) -> R,
     fail: impl FnOnce(c_int) -> R,
 ) -> R {
+    // The decision is one function for every caller: generic over `run` and `fail`, it was a
+    // copy per entry point (13 of them, a tenth of the library's code).
+    let ask = (entry, target, given_name, search);
+    once::through_dyn(
+        |decided| match decided {
+            Ok(exec) => run(exec),
+            Err(errno) => fail(errno),
+        },
+        // SAFETY: caller's contract.
+        |finish| unsafe { guarded_once(ask, argv, envp, rewrite, finish) },
+    )
+}
+
+/// [`guarded_as`]'s decision, which calls `finish` once: with the exec to run, or the errno.
+///
+/// # Safety
+/// As [`guarded`].
+#[inline(never)]
+unsafe fn guarded_once(
+    (entry, target, given_name, search): (Entry, Target<'_>, Option<&[u8]>, Option<&Search>),
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    rewrite: EnvRewrite,
+    finish: &mut dyn FnMut(Result<Exec, c_int>),
+) {
     state::with(|loaded| {
         // SAFETY: caller's contract.
         let argv = unsafe { CList::new(argv) };
@@ -183,24 +208,24 @@ pub unsafe fn guarded_as<R>(
             });
             let env = match decided {
                 Ok(env) => env,
-                Err(errno) => return fail(errno),
+                Err(errno) => return finish(Err(errno)),
             };
             let name = (!exec_as.as_bytes().is_empty())
                 .then(|| exec_as.as_c_bytes().as_ptr().cast::<c_char>());
             match &launch {
-                None => run(Exec {
+                None => finish(Ok(Exec {
                     env: env.as_ptr(),
                     launch: None,
                     name,
-                }),
+                })),
                 Some(launch) => with_launch_argv(launch, &argv, |program, new_argv| {
-                    run(Exec {
+                    finish(Ok(Exec {
                         env: env.as_ptr(),
                         launch: Some((program, new_argv)),
                         name,
-                    })
+                    }))
                 })
-                .unwrap_or_else(|| fail(libc::E2BIG)),
+                .unwrap_or_else(|| finish(Err(libc::E2BIG))),
             }
         })
     })
@@ -677,13 +702,16 @@ fn access_decision(entry: Entry, path: &[u8], effective_ids: bool) -> bool {
             self_lib: loaded.self_lib(),
             memo: None,
         };
-        let argv: [&[u8]; 1] = [path];
-        let no_env: [&[u8]; 0] = [];
+        // C lists, as every exec's: a decision over other list types is another copy of the
+        // engine in the library.
+        let (argv, no_env) = ([c.ptr(), core::ptr::null()], [core::ptr::null()]);
+        // SAFETY: both are NULL-terminated; `c` outlives them.
+        let (argv, no_env) = unsafe { (CList::new(argv.as_ptr()), CList::new(no_env.as_ptr())) };
         let req = Request {
             target: Target::Path(path),
             given_name: None,
-            argv: &argv[..],
-            envp: &no_env[..],
+            argv: &argv,
+            envp: &no_env,
         };
         let mut exec_as = ExecName::new();
         let mut launch = None;

@@ -25,19 +25,23 @@ fn current_environ() -> *const *const c_char {
 /// racing to resolve it store the same address, so a plain atomic suffices (once_cell's `race`
 /// module does the same, but its `std` feature, switched on by other workspace members, would
 /// link std into this library).
-struct Real(AtomicUsize, &'static [u8]);
+///
+/// Only the address is in the static: a name stored beside it would be a pointer the loader
+/// relocates, a write into `.data` at every load (a page fault of its own; the optimiser may
+/// or may not move it out, tests/guard_load.rs checks where relocations land).
+struct Real(AtomicUsize);
 
 impl Real {
-    const fn new(name: &'static [u8]) -> Self {
-        Real(AtomicUsize::new(0), name)
+    const fn new() -> Self {
+        Real(AtomicUsize::new(0))
     }
-    fn get(&self) -> Option<usize> {
+    fn get(&self, name: &'static core::ffi::CStr) -> Option<usize> {
         match self.0.load(Ordering::Acquire) {
             0 => {
                 // SAFETY: the name is NUL-terminated; RTLD_NEXT looks past this library (libc's
                 // own dlsym: the guard's would answer with the guard's own functions).
                 let p = crate::symbols::real_dlsym().map_or(0, |dlsym| unsafe {
-                    dlsym(libc::RTLD_NEXT, self.1.as_ptr().cast()) as usize
+                    dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize
                 });
                 self.0.store(p, Ordering::Release);
                 (p != 0).then_some(p)
@@ -50,21 +54,21 @@ impl Real {
 // In .data rather than .bss: a .bss would make the loader zero the tail of the last data page
 // in every process that loads the guard, a copy-on-write page fault for nothing.
 #[link_section = ".data"]
-static REAL_POSIX_SPAWN: Real = Real::new(b"posix_spawn\0");
+static REAL_POSIX_SPAWN: Real = Real::new();
 #[link_section = ".data"]
-static REAL_SYSTEM: Real = Real::new(b"system\0");
+static REAL_SYSTEM: Real = Real::new();
 #[link_section = ".data"]
-static REAL_POPEN: Real = Real::new(b"popen\0");
+static REAL_POPEN: Real = Real::new();
 #[link_section = ".data"]
-static REAL_DLOPEN: Real = Real::new(b"dlopen\0");
+static REAL_DLOPEN: Real = Real::new();
 #[link_section = ".data"]
-static REAL_DLMOPEN: Real = Real::new(b"dlmopen\0");
+static REAL_DLMOPEN: Real = Real::new();
 #[link_section = ".data"]
-static REAL_WORDEXP: Real = Real::new(b"wordexp\0");
+static REAL_WORDEXP: Real = Real::new();
 #[link_section = ".data"]
-static REAL_ICONV_OPEN: Real = Real::new(b"iconv_open\0");
+static REAL_ICONV_OPEN: Real = Real::new();
 #[link_section = ".data"]
-static REAL_FORK: Real = Real::new(b"fork\0");
+static REAL_FORK: Real = Real::new();
 
 type PosixSpawnFn = unsafe extern "C" fn(
     *mut pid_t,
@@ -428,7 +432,7 @@ unsafe fn spawn(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    let Some(real) = REAL_POSIX_SPAWN.get() else {
+    let Some(real) = REAL_POSIX_SPAWN.get(c"posix_spawn") else {
         return libc::ENOSYS;
     };
     // SAFETY: dlsym returned glibc's posix_spawn, whose type this is.
@@ -677,7 +681,7 @@ pub unsafe extern "C" fn __libc_system(command: *const c_char) -> c_int {
 /// # Safety
 /// system's contract.
 unsafe fn guarded_system(command: *const c_char) -> c_int {
-    let Some(real) = REAL_SYSTEM.get() else {
+    let Some(real) = REAL_SYSTEM.get(c"system") else {
         return fail_errno(libc::ENOSYS);
     };
     // SAFETY: dlsym returned glibc's system.
@@ -734,7 +738,7 @@ pub unsafe extern "C" fn _IO_popen(command: *const c_char, mode: *const c_char) 
 /// # Safety
 /// popen's contract.
 unsafe fn guarded_popen(command: *const c_char, mode: *const c_char) -> *mut FILE {
-    let Some(real) = REAL_POPEN.get() else {
+    let Some(real) = REAL_POPEN.get(c"popen") else {
         set_errno(libc::ENOSYS);
         return core::ptr::null_mut();
     };
@@ -769,7 +773,7 @@ pub unsafe extern "C" fn wordexp(
 ) -> c_int {
     const WRDE_NOCMD: c_int = 1 << 2;
     const WRDE_NOSPACE: c_int = 1;
-    let Some(real) = REAL_WORDEXP.get() else {
+    let Some(real) = REAL_WORDEXP.get(c"wordexp") else {
         return WRDE_NOSPACE;
     };
     // SAFETY: dlsym returned glibc's wordexp.
@@ -802,7 +806,7 @@ pub unsafe extern "C" fn wordexp(
 #[no_mangle]
 pub unsafe extern "C" fn iconv_open(to: *const c_char, from: *const c_char) -> *mut libc::c_void {
     let failed = usize::MAX as *mut libc::c_void; // (iconv_t) -1
-    let Some(real) = REAL_ICONV_OPEN.get() else {
+    let Some(real) = REAL_ICONV_OPEN.get(c"iconv_open") else {
         set_errno(libc::ENOSYS);
         return failed;
     };
@@ -863,7 +867,7 @@ unsafe fn memfd_create_as(nr: c_long, name: *const c_char, flags: libc::c_uint) 
 /// of a path that cannot exist, so `dlerror()` names the refusal.
 #[no_mangle]
 pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut libc::c_void {
-    let Some(real) = REAL_DLOPEN.get() else {
+    let Some(real) = REAL_DLOPEN.get(c"dlopen") else {
         return core::ptr::null_mut();
     };
     // SAFETY: dlsym returned glibc's dlopen.
@@ -891,7 +895,7 @@ pub unsafe extern "C" fn dlmopen(
     filename: *const c_char,
     flags: c_int,
 ) -> *mut libc::c_void {
-    let Some(real) = REAL_DLMOPEN.get() else {
+    let Some(real) = REAL_DLMOPEN.get(c"dlmopen") else {
         return core::ptr::null_mut();
     };
     // SAFETY: dlsym returned glibc's dlmopen.
@@ -917,7 +921,7 @@ pub unsafe extern "C" fn dlmopen(
 #[no_mangle]
 pub unsafe extern "C" fn fork() -> pid_t {
     crate::state::prime();
-    let Some(real) = REAL_FORK.get() else {
+    let Some(real) = REAL_FORK.get(c"fork") else {
         set_errno(libc::ENOSYS);
         return -1;
     };

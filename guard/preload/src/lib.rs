@@ -20,6 +20,7 @@ mod decision_stack;
 mod exports;
 mod guard;
 mod hooks;
+mod once;
 mod scratch;
 mod state;
 mod symbols;

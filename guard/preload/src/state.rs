@@ -34,8 +34,8 @@ pub enum Source {
 pub struct Loaded {
     pub error: Option<Reason>,
     pub source: Source,
-    /// The policy text: in the load-time capture (host mode) or in the buffer the system
-    /// policy was read into; valid as long as this `Loaded`.
+    /// The policy text: in the load-time capture (host mode) or in the mapping the system
+    /// policy was read into ([`SystemText`]); valid as long as this `Loaded`.
     text: *const u8,
     text_len: usize,
     index: Option<Index>,
@@ -57,8 +57,8 @@ impl Loaded {
             return &[];
         }
         // SAFETY: `text` points at `text_len` initialised bytes that outlive `self`: the
-        // capture (never written after load) or the system buffer `load` was given, which
-        // its caller keeps alive as long as this value.
+        // capture (never written after load) or the system text's mapping, which is unmapped
+        // only with this value (`with_private_copy`) or never (the cache).
         unsafe { core::slice::from_raw_parts(self.text, self.text_len) }
     }
 
@@ -82,20 +82,22 @@ impl Loaded {
         initial().self_lib()
     }
 
-    /// Loads the policy in force; `system_buf` receives the system policy file's text.
-    fn load(&mut self, system_buf: &mut [u8; MAX_POLICY_BYTES]) {
-        self.error = self.try_load(system_buf).err();
+    /// Loads the policy in force.
+    fn load(&mut self) {
+        self.error = self.try_load().err();
     }
 
-    fn try_load(&mut self, system_buf: &mut [u8; MAX_POLICY_BYTES]) -> Result<(), Reason> {
+    fn try_load(&mut self) -> Result<(), Reason> {
         let system = &SYSTEM_POLICY[..SYSTEM_POLICY.len() - 1];
         match execguard_os::trusted_file(system) {
             Ok((fd, _)) => {
                 self.source = Source::System;
-                let read = read_all(fd, system_buf);
+                let read = SystemText::map().map(|buf| {
+                    self.text = buf.as_ptr();
+                    read_all(fd, buf)
+                });
                 raw::close(fd);
-                self.text = system_buf.as_ptr();
-                self.text_len = read?;
+                self.text_len = read.map_err(|_| Reason::InternalError)??;
             }
             Err(Distrust::Missing) => {
                 self.source = Source::Session;
@@ -313,6 +315,33 @@ const EMPTY: u8 = 0;
 const LOADING: u8 = 1;
 const READY: u8 = 2;
 
+/// The system policy's text (image mode) is read into a mapping made when the file exists,
+/// not into a buffer in the library: 16 KiB of zeros in the file of every host, where host
+/// mode never uses them. Not on the stack: the caller's may be small (a thread, a `clone`
+/// child).
+struct SystemText;
+
+impl SystemText {
+    fn map() -> Result<&'static mut [u8; MAX_POLICY_BYTES], c_int> {
+        let ptr = raw::map_anonymous(MAX_POLICY_BYTES)?;
+        // SAFETY: a fresh zero-filled mapping of exactly this size and alignment 1, which
+        // nothing else refers to; unmapped only by `unmap` below.
+        Ok(unsafe { &mut *ptr.cast::<[u8; MAX_POLICY_BYTES]>() })
+    }
+
+    /// Unmaps the text `loaded` was read into, if it was.
+    ///
+    /// # Safety
+    /// Nothing refers to `loaded`'s text after this.
+    unsafe fn unmap(loaded: &Loaded) {
+        if loaded.source == Source::System && !loaded.text.is_null() {
+            // SAFETY: `text` is the start of `map`'s mapping (the system source reads into
+            // nothing else); the caller's contract.
+            unsafe { raw::unmap(loaded.text.cast_mut(), MAX_POLICY_BYTES) };
+        }
+    }
+}
+
 /// The cached policy; its state is [`FirstPage::cache_state`]. Page-aligned, so that loading
 /// the policy (which writes `slot`, about 3.4 KiB) makes one page of it the process's own,
 /// not two.
@@ -320,40 +349,28 @@ const READY: u8 = 2;
 struct Cache {
     /// Initialised at compile time, so the first exec only writes what it loads.
     slot: UnsafeCell<Loaded>,
-    /// The system policy's text, for `slot`.
-    system_text: UnsafeCell<[u8; MAX_POLICY_BYTES]>,
 }
 
-// SAFETY: `slot` and `system_text` are written only by the thread that moved the state from
-// EMPTY to LOADING, and read only after the state is READY (Release/Acquire), after which
-// they are never written again.
+// SAFETY: `slot` is written only by the thread that moved the state from EMPTY to LOADING,
+// and read only after the state is READY (Release/Acquire), after which it is never written
+// again.
 unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
     slot: UnsafeCell::new(Loaded::EMPTY),
-    system_text: UnsafeCell::new([0; MAX_POLICY_BYTES]),
 };
 
 /// Another thread is loading the cache (or was, when this process forked): load a private copy
-/// rather than wait. The system policy's text goes into a mapping of its own, not on the
-/// stack: the caller's stack may be small (a thread, a `clone` child).
+/// rather than wait.
 #[inline(never)]
 #[cold]
 fn with_private_copy<R>(f: impl FnOnce(&Loaded) -> R) -> R {
     let mut local = Loaded::EMPTY;
-    let len = core::mem::size_of::<[u8; MAX_POLICY_BYTES]>();
-    match raw::map_anonymous(len) {
-        Ok(ptr) => {
-            // SAFETY: a fresh zero-filled mapping of exactly this size and alignment 1.
-            let buf = unsafe { &mut *ptr.cast::<[u8; MAX_POLICY_BYTES]>() };
-            crate::decision_stack::run(|| local.load(buf));
-            let result = f(&local);
-            // SAFETY: `local`, the only reference into the mapping, is not used after this.
-            unsafe { raw::unmap(ptr, len) };
-            result
-        }
-        Err(_) => f(&local), // EMPTY refuses with internal_error: fail closed
-    }
+    crate::decision_stack::run(|| local.load());
+    let result = f(&local);
+    // SAFETY: `local` is not used after this.
+    unsafe { SystemText::unmap(&local) };
+    result
 }
 
 /// Loads the policy now if it is not loaded yet (before `fork`, so that children inherit it).
@@ -376,10 +393,9 @@ pub fn with<R>(f: impl FnOnce(&Loaded) -> R) -> R {
                 .compare_exchange(EMPTY, LOADING, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok() =>
         {
-            // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot and
-            // the system text.
-            let (loaded, text) = unsafe { (&mut *CACHE.slot.get(), &mut *CACHE.system_text.get()) };
-            crate::decision_stack::run(|| loaded.load(text));
+            // SAFETY: this thread won EMPTY -> LOADING, so it alone may write the slot.
+            let loaded = unsafe { &mut *CACHE.slot.get() };
+            crate::decision_stack::run(|| loaded.load());
             FIRST.cache_state.store(READY, Ordering::Release);
             f(loaded)
         }

@@ -12,22 +12,18 @@ use crate::path::{basename, is_anonymous};
 use crate::reason::Reason;
 use crate::sys::{env_get, At, StrList, Sys};
 
-const LOADER_FLAGS: [&[u8]; 5] = [
-    b"--list",
-    b"--verify",
-    b"--inhibit-cache",
-    b"--list-tunables",
-    b"--list-diagnostics",
-];
-const LOADER_VALUED: [&[u8]; 7] = [
-    b"--library-path",
-    b"--inhibit-rpath",
-    b"--audit",
-    b"--preload",
-    b"--argv0",
-    b"--glibc-hwcaps-prepend",
-    b"--glibc-hwcaps-mask",
-];
+// NUL-separated words rather than tables of slices: a table of `&[u8]` is pointers the
+// loader relocates in every process that loads the guard (tests/guard_load.rs keeps those on
+// one page), and a `match` of byte strings is several times the code.
+const LOADER_FLAGS: &[u8] =
+    b"--list\0--verify\0--inhibit-cache\0--list-tunables\0--list-diagnostics";
+const LOADER_VALUED: &[u8] = b"--library-path\0--inhibit-rpath\0--audit\0--preload\0--argv0\0\
+    --glibc-hwcaps-prepend\0--glibc-hwcaps-mask";
+
+/// Whether `word` is one of `list`'s NUL-separated words.
+fn listed(list: &[u8], word: &[u8]) -> bool {
+    list.split(|&c| c == 0).any(|w| w == word)
+}
 
 /// `ld-linux*.so [options] PROGRAM ...`: the loader maps PROGRAM and the objects its options
 /// name. Options are matched exactly, as glibc's rtld does; the first other word is PROGRAM.
@@ -38,13 +34,13 @@ pub(super) fn check_loader<'a, S: Sys>(
     mut args: impl Iterator<Item = &'a [u8]>,
 ) -> Result<(), Verdict> {
     while let Some(arg) = args.next() {
-        if LOADER_FLAGS.contains(&arg) {
+        if listed(LOADER_FLAGS, arg) {
             continue;
         }
         if arg == b"--help" || arg == b"--version" {
             return Ok(());
         }
-        if LOADER_VALUED.contains(&arg) {
+        if listed(LOADER_VALUED, arg) {
             let Some(value) = args.next() else {
                 return Ok(());
             }; // rtld then treats the option as the program name and fails
@@ -83,25 +79,8 @@ pub(super) fn check_loader<'a, S: Sys>(
 }
 
 /// qemu-user's options that take a separate value (valgrind's never do: `--opt=value`).
-const QEMU_VALUED: [&[u8]; 17] = [
-    b"-g",
-    b"-L",
-    b"-s",
-    b"-cpu",
-    b"-E",
-    b"-U",
-    b"-0",
-    b"-r",
-    b"-d",
-    b"-D",
-    b"-dfilter",
-    b"-p",
-    b"-seed",
-    b"-trace",
-    b"-plugin",
-    b"-B",
-    b"-R",
-];
+const QEMU_VALUED: &[u8] =
+    b"-g\0-L\0-s\0-cpu\0-E\0-U\0-0\0-r\0-d\0-D\0-dfilter\0-p\0-seed\0-trace\0-plugin\0-B\0-R";
 
 /// A program with its own loader (valgrind, qemu-user, ...; the policy's `own_loaders`) maps
 /// the program named by its first non-option argument without exec'ing it: refused, as for
@@ -129,7 +108,7 @@ pub(super) fn check_own_loader<'a, S: Sys, E: StrList + ?Sized>(
         if !arg.starts_with(b"-") || arg == b"-" {
             break arg;
         }
-        if qemu && QEMU_VALUED.contains(&arg) {
+        if qemu && listed(QEMU_VALUED, arg) {
             args.next();
         }
     };
