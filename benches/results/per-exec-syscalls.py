@@ -3,9 +3,12 @@
 policy, and `execguard run`'s real sealed session (issue 31).
 
 Each variant runs the harness's exec chain (benches/harness/src/c/chain.c, built with
-`cc -O2` into a root-owned directory outside every write set) twice under `strace -f -c`:
-with N hops and with 0. Per hop = (calls(N) - calls(0)) / N, so the session's start and
-the tracer's own start cancel out. Usage (as root, from the repository):
+`cc -O2` into a root-owned directory outside every write set) twice under `strace -ff`:
+with N hops and with 0. Only the chain's own process is counted, from its first exec of the
+chain on (the chain execs in one process): not the session's supervisor nor the session's
+start, whose calls depend on what its walks find on a shared machine (200,000 and more
+`statx` here) and so do not cancel between two runs. Per hop = (calls(N) - calls(0)) / N,
+so the chain's own start and exit cancel out. Usage (as root, from the repository):
 
     cargo build --release -p execguard -p execguard-preload -p execguard-bench-floor
     python3 benches/results/per-exec-syscalls.py [N] [TARGET_DIR]
@@ -28,15 +31,20 @@ ws = tempfile.mkdtemp(prefix="eg-ws-", dir="/tmp")
 base_env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
 
 def counts(cmd, env):
-    with tempfile.NamedTemporaryFile(suffix=".strace") as out:
-        subprocess.run(["strace", "-f", "-c", "-o", out.name] + cmd, env=env, check=True,
-                       stdout=subprocess.DEVNULL, cwd=ws)
+    """System calls of the process that execs the chain, from that exec on, by name."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(["strace", "-ff", "-qq", "-o", os.path.join(out, "t")] + cmd, env=env,
+                       check=True, stdout=subprocess.DEVNULL, cwd=ws)
         c = collections.Counter()
-        for line in open(out.name):
-            f = line.split()
-            # % time, seconds, usecs/call, calls, [errors], syscall
-            if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
-                c[f[-1]] += int(f[3])
+        first_exec = f'execve("{chain}"'
+        for name in os.listdir(out):
+            started = False
+            for line in open(os.path.join(out, name)):
+                if not started:
+                    started = line.startswith(first_exec) and line.rstrip().endswith("= 0")
+                    continue
+                if line[0].isalpha() or line.startswith("_"):
+                    c[line.split("(", 1)[0]] += 1
         return c
 
 variants = {
@@ -53,7 +61,7 @@ for name, (cmd, env) in variants.items():
     rows[name] = {k: (full[k] - zero[k]) / N for k in full}
 floor = rows["floor"]
 head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-print(f"## System calls per exec hop ({N}-hop chain, commit {head}, `{' '.join(sys.argv)}`)\n")
+print(f"## System calls per exec hop ({N}-hop chain, commit {head}, `python3 {' '.join(sys.argv)}`)\n")
 print("| variant | calls per hop | beyond the floor |")
 print("|---|---:|---:|")
 for name, r in rows.items():
