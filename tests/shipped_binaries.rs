@@ -20,7 +20,7 @@ const SHIPPED: &[&str] = &[
 
 /// Test-only names: the hooks' environment variables (all named `EXECGUARD_TEST_*`) and the
 /// function that reads them (its symbol stays in an unstripped binary).
-const TEST_ONLY: &[&str] = &["EXECGUARD_TEST_", "run_test_hooks"];
+const TEST_ONLY: &[&str] = &["EXECGUARD_TEST_", "HookedSealSys"];
 
 fn shipped_dir() -> PathBuf {
     std::env::var_os("EXECGUARD_SHIPPED_DIR")

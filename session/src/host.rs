@@ -75,7 +75,7 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
         FirstCommand::Runs(first) => first,
         FirstCommand::Refused(status) => return Ok(status),
     };
-    execguard_seal::test_hooks_at("partition");
+    sys.seal_sys().at_step(execguard_seal::Step::Partition)?;
     // development's own temp dir, on the workspace's side (go test, go run, scratch builds).
     let development =
         host && policy.seal() && matches!(policy.profile(), Profile::Development | Profile::Build);

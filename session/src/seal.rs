@@ -72,6 +72,7 @@ pub fn seal(
             })?;
     }
     let enforcement = execguard_seal::seal(
+        sys.seal_sys(),
         partition,
         &execguard_seal::Options {
             memfd_noexec: policy.profile() == Profile::Strict,

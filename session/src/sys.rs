@@ -18,6 +18,8 @@ pub trait SessionSys {
     /// `kcmp(2)` `KCMP_FILE` on two descriptors of this process: do they share one open file
     /// description?
     fn same_file_description(&self, a: RawFd, b: RawFd) -> io::Result<bool>;
+    /// The seal's own seam (`execguard_seal::sys`).
+    fn seal_sys(&self) -> &dyn execguard_seal::SealSys;
 }
 
 /// The real calls.
@@ -25,7 +27,11 @@ pub struct LinuxSessionSys;
 
 impl SessionSys for LinuxSessionSys {
     fn partition_abi(&self) -> Result<i64, execguard_seal::SealError> {
-        execguard_seal::partition_abi()
+        execguard_seal::partition_abi(execguard_seal::sys::host())
+    }
+
+    fn seal_sys(&self) -> &dyn execguard_seal::SealSys {
+        execguard_seal::sys::host()
     }
 
     fn memfd_create(&self, name: &CStr, flags: libc::c_uint) -> io::Result<OwnedFd> {
@@ -71,6 +77,8 @@ pub struct RecordingSessionSys {
     pub memfd_errno: Vec<(libc::c_uint, i32)>,
     /// `kcmp`: the errno it fails with (ENOSYS: a kernel without it), else "not the same".
     pub kcmp: Option<Result<bool, i32>>,
+    /// The seal's calls.
+    pub seal: execguard_seal::sys::RecordingSealSys,
 }
 
 impl RecordingSessionSys {
@@ -106,6 +114,10 @@ impl SessionSys for RecordingSessionSys {
         }
         // A real descriptor, so the step can go on: an anonymous file of the same kind.
         LinuxSessionSys.memfd_create(name, flags & !MFD_NOEXEC_SEAL)
+    }
+
+    fn seal_sys(&self) -> &dyn execguard_seal::SealSys {
+        &self.seal
     }
 
     fn same_file_description(&self, a: RawFd, b: RawFd) -> io::Result<bool> {

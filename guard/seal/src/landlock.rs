@@ -6,7 +6,7 @@ use crate::error::SealError;
 use crate::mount_calls::{flags_of, open_path};
 use crate::partition::{beneath, Partition};
 use crate::report::{self, LandlockReport, RuleReport};
-use crate::test_hooks::test_hooks_at;
+use crate::sys::{SealSys, Step};
 use landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
@@ -66,11 +66,12 @@ pub const WRITABLE_DEVICES: [&str; 8] = [
 /// mounts). `mounts_protect_exec_dirs`: the exec dirs are read-only mounts already, so the
 /// write rights can be granted on whole write-set roots.
 pub fn landlock_partition(
+    sys: &dyn SealSys,
     partition: &Partition,
     mounts_protect_exec_dirs: bool,
 ) -> Result<LandlockReport, SealError> {
-    let abi = partition_abi()?;
-    landlock_rules(partition, abi, mounts_protect_exec_dirs)
+    let abi = partition_abi(sys)?;
+    landlock_rules(sys, partition, abi, mounts_protect_exec_dirs)
 }
 
 /// One rule to add: a path and what it is granted.
@@ -165,6 +166,7 @@ fn plan(partition: &Partition, abi: i64, mounts_protect_exec_dirs: bool) -> Vec<
 }
 
 pub(crate) fn landlock_rules(
+    sys: &dyn SealSys,
     partition: &Partition,
     abi: i64,
     mounts_protect_exec_dirs: bool,
@@ -194,7 +196,7 @@ pub(crate) fn landlock_rules(
     let mut ruleset = ruleset.create().map_err(apply("create the ruleset"))?;
     let mut rules = Vec::new();
     let grants = plan(partition, abi, mounts_protect_exec_dirs);
-    test_hooks_at("rules");
+    sys.at_step(Step::Rules)?;
     for grant in grants {
         // A path that does not exist (yet), vanished since it was listed, or that this user
         // cannot open gets no rule: Landlock then grants it nothing, neither write nor execute.

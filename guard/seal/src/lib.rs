@@ -22,9 +22,12 @@
 //! One concern per file: `abi` (the kernel's Landlock ABI), `partition` (the write set, the
 //! exec dirs, the `both` roots), [`mountinfo`] (the mount table and the kernel's lookup in
 //! it), [`aliases`] (second names of either side), [`namespace`] (the private mount namespace
-//! and its binds), `mount_calls` (the raw calls on mounts and names), `landlock` (the
+//! and its binds), `mounts_step` (the namespace as [`MountsMode`] asks, or the reduction a
+//! session goes on at without it), `mount_calls` (the raw calls on mounts and names), `landlock` (the
 //! rules and the ruleset), [`seccomp`], [`capabilities`], [`report`] (what was enforced),
-//! `error` (the refusals) and `test_hooks` (test builds only); this file applies them in order.
+//! `error` (the refusals), [`sys`] (the seam to the kernel, with its recording double) and
+//! `test_hooks` (the process-level tests' answers of that seam, test builds only); this file
+//! applies them in order.
 
 mod abi;
 pub mod aliases;
@@ -34,31 +37,31 @@ pub mod fd_passing;
 mod landlock;
 mod mount_calls;
 pub mod mountinfo;
+mod mounts_step;
 pub mod namespace;
 pub mod network;
 mod partition;
 mod read_only_view;
 pub mod report;
 pub mod seccomp;
+pub mod sys;
+#[cfg(feature = "test-hooks")]
 mod test_hooks;
 pub mod world;
 
 pub use self::landlock::{
     grants, grants_from, landlock_partition, write_rights, WRITABLE_DEVICES, WRITE_RIGHTS,
 };
-#[cfg(any(test, feature = "test-hooks"))]
-pub use abi::FORCE_ABI_ENV;
 pub use abi::{kernel_abi, partition_abi, MIN_ABI};
 pub use error::SealError;
 pub use mount_calls::kept_flags;
 pub use partition::Partition;
 pub use report::{Assurance, Enforcement, LandlockReport, MountReport, RuleReport};
-pub use test_hooks::test_hooks_at;
-#[cfg(any(test, feature = "test-hooks"))]
-pub use test_hooks::{PAUSE_ENV, REDIRECT_ENV};
+pub use sys::{SealSys, Step};
 
 use self::landlock::landlock_rules;
 use execguard_policy::Reduction;
+use mounts_step::Mounts;
 use partition::beneath;
 
 /// How the seal is applied.
@@ -90,72 +93,23 @@ pub enum MountsMode {
 /// Applies the whole seal to the calling process and its future children, in order: mounts,
 /// Landlock, seccomp (call it in a single-threaded process right before exec). Also sets
 /// `no_new_privs`, which both Landlock and seccomp need.
-pub fn seal(partition: &Partition, options: &Options) -> Result<Enforcement, SealError> {
-    let abi = partition_abi()?;
+pub fn seal(
+    sys: &dyn SealSys,
+    partition: &Partition,
+    options: &Options,
+) -> Result<Enforcement, SealError> {
+    let abi = partition_abi(sys)?;
     // Every layer goes by name: a second name of either side would undo the partition.
     aliases::refuse_aliases(partition)?;
-    let mut reductions = Vec::new();
-    // Inside a session that made them already (a nested `execguard run`), no new namespace
-    // may be made (the outer filter refuses it) and the write set is noexec already: keep
-    // those. Asked only when the mounts could not all be made (also when a bind failed after
-    // the write set was remounted noexec): reading the mounts costs every session's start.
-    let inherited = || {
-        let m = report::report(partition);
-        !m.is_empty() && m.iter().all(|m| m.noexec)
-    };
-    // A user namespace cannot be left once entered, and a kernel or LSM may refuse part of it
-    // (Ubuntu's restricted user namespaces): that process can only exit. A required namespace
-    // is tried here directly, since without it the session is refused anyway. One that may be
-    // done without is tried in a child first (`probe`, about 0.3 ms of CPU), so that the
-    // session can go on without it. A bind that fails after that leaves the mounts made so
-    // far, which only take exec or writes away: the namespace is kept (and reported
-    // incomplete), but counts as not made.
-    let tried = match options.mounts {
-        MountsMode::Off => None,
-        MountsMode::Required => Some(namespace::isolate(partition, options.world)),
-        MountsMode::BestEffort => {
-            Some(namespace::probe().and_then(|()| namespace::isolate(partition, options.world)))
-        }
-    };
-    let (namespace, failure) = match tried {
-        None => (None, None),
-        Some(Ok((namespace, failed))) => (Some(namespace), failed),
-        Some(Err(
-            e @ (SealError::NamespaceUnfinished { .. }
-            | SealError::World { .. }
-            | SealError::Network { .. }),
-        )) => return Err(e),
-        Some(Err(e)) => (None, Some(e)),
-    };
-    let made = namespace.is_some() && failure.is_none();
-    if let Some(e) = failure {
-        // Read once: the whole write set noexec already?
-        match (namespace.is_some(), inherited()) {
-            // A nested session: the outer mounts hold, and its exec dirs work.
-            (false, true) => {}
-            _ if options.mounts == MountsMode::Required => return Err(e),
-            // Half made after the noexec pass: mappings are refused, but the exec dirs not
-            // made read-only yet are noexec with their roots, so their programs do not run.
-            (true, true) => {
-                eprintln!("execguard: notice: the exec dirs are not all mounted executable ({e}): programs in them may not run in this session");
-                reductions.push(Reduction::ExecDirsNoexec);
-            }
-            (_, false) => {
-                eprintln!("execguard: notice: the write set is not mounted noexec ({e}): the guard still refuses written objects to dlopen, LD_PRELOAD and the loader, but not a program that maps a written file executable itself (FFI mmap)");
-                reductions.push(Reduction::MappingsGuardOnly);
-            }
-        }
-    }
-    // The kept audit's key is hidden only by a mount of the namespace.
-    if !made && !partition.hidden.is_empty() {
-        eprintln!("execguard: notice: the audit signing key is not hidden from this session (no mount namespace): its kept log's signatures do not prove it untouched by the session");
-        reductions.push(Reduction::AuditKeyReadable);
-    }
+    let Mounts {
+        namespace,
+        made,
+        mut reductions,
+    } = mounts_step::mounts(sys, partition, options)?;
     // Only a namespace with all its mounts keeps the exec dirs read-only by mount.
-    let landlock = landlock_rules(partition, abi, made)?;
+    let landlock = landlock_rules(sys, partition, abi, made)?;
     // After the mounts, which need CAP_SYS_ADMIN; before seccomp, which refuses nothing here.
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    let capabilities_dropped = if unsafe { libc::geteuid() } == 0 {
+    let capabilities_dropped = if sys.ids().0 == 0 {
         capabilities::drop_for_root_session().map_err(|detail| SealError::Apply {
             step: "drop a root session's capabilities",
             detail,

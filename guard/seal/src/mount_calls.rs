@@ -67,6 +67,28 @@ pub(crate) fn mount(src: Option<&Path>, dst: &Path, flags: libc::c_ulong) -> Res
     Ok(())
 }
 
+/// Mounts an empty, read-only tmpfs on `dir`: what it holds cannot be read, listed or reached
+/// from the session (the seccomp filter refuses the umount that would uncover it).
+pub(crate) fn hide(dir: &Path) -> Result<(), SealError> {
+    let dst = cstr(dir)?;
+    // SAFETY: every pointer is a valid NUL-terminated string; the call changes only this
+    // process's (private) mount namespace.
+    let rc = unsafe {
+        libc::mount(
+            c"execguard-hidden".as_ptr(),
+            dst.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"size=4k,mode=000".as_ptr().cast(),
+        )
+    };
+    if rc != 0 {
+        return Err(fail("hide", dir));
+    }
+    forget();
+    Ok(())
+}
+
 /// `mount_setattr`'s flags (`<linux/mount.h>`), which the libc crate does not name.
 pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
 

@@ -11,25 +11,13 @@
 
 use crate::error::SealError;
 use crate::mount_calls::{
-    add_attrs_at, fail, kept_flags, mount, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
+    fail, kept_flags, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
 };
-use crate::mountinfo::{forget, mounts_now, Mount};
+use crate::mountinfo::{forget, Mount};
 use crate::partition::{beneath, Partition};
-use crate::test_hooks::test_hooks_at;
+use crate::sys::{SealSys, Step};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-
-/// Test hook: behave as a kernel that refuses the namespace (test builds only, like
-/// [`crate::FORCE_ABI_ENV`]).
-#[cfg(any(test, feature = "test-hooks"))]
-pub const NO_NAMESPACE_ENV: &str = "EXECGUARD_TEST_NO_MOUNT_NAMESPACE";
-
-/// Test hook: make the namespace, then fail the bind step this names (`noexec`: before the
-/// write set is remounted noexec; `read_only`: before the exec dirs are made read-only), as a
-/// bind the kernel refuses would; `enter`: fail a non-root user's namespace right after
-/// `unshare`, as an LSM that gives it no capabilities would (test builds only).
-#[cfg(any(test, feature = "test-hooks"))]
-pub const FAIL_BIND_ENV: &str = "EXECGUARD_TEST_FAIL_BIND";
 
 /// The namespace the session runs in.
 #[derive(Clone, Debug, Serialize)]
@@ -52,9 +40,15 @@ pub struct Namespace {
     pub world: Option<crate::world::WorldReport>,
 }
 
-fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
-    std::fs::write(file, text).map_err(|e| SealError::Noexec {
+fn write_proc(sys: &dyn SealSys, file: &str, text: &str) -> Result<(), SealError> {
+    sys.write_proc(file, text).map_err(|e| SealError::Noexec {
         detail: format!("{file}: {e}"),
+    })
+}
+
+fn unshare(sys: &dyn SealSys, flags: libc::c_int, named: &str) -> Result<(), SealError> {
+    sys.unshare(flags).map_err(|e| SealError::Noexec {
+        detail: format!("{named} /: {e}"),
     })
 }
 
@@ -66,9 +60,8 @@ fn write_proc(file: &str, text: &str) -> Result<(), SealError> {
 /// question: a failed step leaves a private copy of the mounts it had. So it is tried in a
 /// forked child, which reports how it went; the caller must be single-threaded (as for
 /// [`isolate`]).
-pub fn probe() -> Result<(), SealError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+pub fn probe(sys: &dyn SealSys) -> Result<(), SealError> {
+    if sys.ids().0 == 0 {
         return Ok(());
     }
     let mut fds = [0; 2];
@@ -82,7 +75,7 @@ pub fn probe() -> Result<(), SealError> {
     if pid == 0 {
         // SAFETY: the child's copy of the read end is not used.
         unsafe { libc::close(fds[0]) };
-        let code = match enter() {
+        let code = match enter(sys) {
             Ok(_) => 0,
             Err(e) => {
                 let msg = match e {
@@ -137,17 +130,12 @@ pub fn probe() -> Result<(), SealError> {
 /// single-threaded (`unshare(CLONE_NEWUSER)` refuses otherwise). The current directory is
 /// entered again afterwards, so it is seen through the new mounts.
 pub fn isolate(
+    sys: &dyn SealSys,
     partition: &Partition,
     world: Option<&crate::world::World>,
 ) -> Result<(Namespace, Option<SealError>), SealError> {
-    #[cfg(any(test, feature = "test-hooks"))]
-    if std::env::var_os(NO_NAMESPACE_ENV).is_some() {
-        return Err(SealError::Noexec {
-            detail: format!("{NO_NAMESPACE_ENV} is set (test hook)"),
-        });
-    }
     let cwd = std::env::current_dir().ok();
-    let kind = enter()?;
+    let kind = enter(sys)?;
     // The world first: the partition's binds then make all of it noexec like the rest.
     let report = world
         .filter(|w| !w.is_empty())
@@ -157,7 +145,7 @@ pub fn isolate(
     // those of the reader's network namespace only (a new one has none).
     let network = world
         .and_then(|w| w.network.as_ref())
-        .map(crate::network::make)
+        .map(|plan| crate::network::make(sys, plan))
         .transpose()?;
     let world = report.map(|w| crate::world::WorldReport { network, ..w });
     let (mut noexec, mut read_only, mut table) = (Vec::new(), Vec::new(), None);
@@ -165,10 +153,18 @@ pub fn isolate(
         .as_ref()
         .map(|w| w.kept.as_slice())
         .unwrap_or_default();
-    let mut failed = bind_partition(partition, kept, &mut noexec, &mut read_only, &mut table).err();
+    let mut failed = bind_partition(
+        sys,
+        partition,
+        kept,
+        &mut noexec,
+        &mut read_only,
+        &mut table,
+    )
+    .err();
     let mut outside_read_only = Vec::new();
     if let (None, Some(t)) = (&failed, &table) {
-        match crate::read_only_view::outside_read_only(&partition.write_set, t) {
+        match crate::read_only_view::outside_read_only(sys, &partition.write_set, t) {
             Ok(points) => outside_read_only = points,
             Err(e) => failed = Some(e),
         }
@@ -190,36 +186,28 @@ pub fn isolate(
 
 /// The namespaces themselves: a mount namespace (in a user namespace of its own for a
 /// non-root user, ids mapped to themselves) that is a slave of the parent's.
-fn enter() -> Result<&'static str, SealError> {
-    // SAFETY: geteuid/getegid have no preconditions.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+pub(crate) fn enter(sys: &dyn SealSys) -> Result<&'static str, SealError> {
+    let (uid, gid) = sys.ids();
     if uid == 0 {
-        // SAFETY: unshare takes only flags; it affects this process alone.
-        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-            return Err(fail("unshare(CLONE_NEWNS)", Path::new("/")));
-        }
+        unshare(sys, libc::CLONE_NEWNS, "unshare(CLONE_NEWNS)")?;
         // New mount ids; nothing made here may reach the parent namespace.
         forget();
-        mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
+        sys.mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
         return Ok("mount");
     }
-    // SAFETY: as above.
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
-        return Err(fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)", Path::new("/")));
-    }
+    unshare(
+        sys,
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
+        "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
+    )?;
     forget();
     // From here on this process is inside the user namespace for good.
     let finish = || -> Result<(), SealError> {
-        #[cfg(any(test, feature = "test-hooks"))]
-        if std::env::var(FAIL_BIND_ENV).is_ok_and(|v| v == "enter") {
-            return Err(SealError::Noexec {
-                detail: format!("{FAIL_BIND_ENV}=enter is set (test hook)"),
-            });
-        }
-        write_proc("/proc/self/setgroups", "deny")?;
-        write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
-        write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
-        mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)
+        sys.at_step(Step::Enter)?;
+        write_proc(sys, "/proc/self/setgroups", "deny")?;
+        write_proc(sys, "/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+        write_proc(sys, "/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+        sys.mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)
     };
     finish().map(|()| "user+mount").map_err(|e| match e {
         SealError::Noexec { detail } => SealError::NamespaceUnfinished { detail },
@@ -234,19 +222,13 @@ fn enter() -> Result<&'static str, SealError> {
 /// development session's `/tmp` or home layer) they stay `noexec` unless they are in `both`
 /// themselves (the workspace, the session's temp dir).
 fn bind_partition(
+    sys: &dyn SealSys,
     partition: &Partition,
     kept: &[PathBuf],
     noexec: &mut Vec<PathBuf>,
     read_only: &mut Vec<PathBuf>,
     table: &mut Option<std::sync::Arc<[Mount]>>,
 ) -> Result<(), SealError> {
-    #[cfg(any(test, feature = "test-hooks"))]
-    let fail_at = |step: &str| match std::env::var(FAIL_BIND_ENV) {
-        Ok(v) if v == step => Err(SealError::Noexec {
-            detail: format!("{FAIL_BIND_ENV}={step} is set (test hook)"),
-        }),
-        _ => Ok(()),
-    };
     // A file root (the audit log) is bind-mounted as a file.
     let mut roots: Vec<&PathBuf> = partition
         .write_set
@@ -275,7 +257,7 @@ fn bind_partition(
             .any(|k| beneath(p, k) && k != root && beneath(k, root))
     };
     for root in &roots {
-        mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
+        sys.mount(Some(root), root, libc::MS_BIND | libc::MS_REC)?;
     }
     // The directories between a root and an exec dir (`~/.local` for `~/.local/bin`) become
     // mount points too: the kernel refuses to rename a mount point (EBUSY), so the session
@@ -299,13 +281,12 @@ fn bind_partition(
     }
     ancestors.sort_by_key(|p| p.as_os_str().len());
     for a in &ancestors {
-        mount(Some(a), a, libc::MS_BIND | libc::MS_REC)?;
+        sys.mount(Some(a), a, libc::MS_BIND | libc::MS_REC)?;
     }
-    #[cfg(any(test, feature = "test-hooks"))]
-    fail_at("noexec")?;
-    let after_binds = mounts_now()?;
+    sys.at_step(Step::Binds)?;
+    let after_binds = sys.mount_table()?;
     *table = Some(after_binds.clone());
-    test_hooks_at("noexec");
+    sys.at_step(Step::Noexec)?;
     let points: Vec<PathBuf> = after_binds.iter().map(|m| m.point.clone()).collect();
     // A mount the session's world covered (one beneath the old `/tmp`, under the fresh one)
     // is reached by no name any more: the table's lookup, like the kernel's, leads higher.
@@ -324,11 +305,10 @@ fn bind_partition(
         if !beneath(point, Path::new("/dev")) || beneath(point, Path::new("/dev/shm")) {
             attrs |= MOUNT_ATTR_NODEV;
         }
-        add_attrs_at(point, &after_binds, attrs)?;
+        sys.add_attrs(point, &after_binds, attrs)?;
         noexec.push(point.clone());
     }
-    #[cfg(any(test, feature = "test-hooks"))]
-    fail_at("read_only")?;
+    sys.at_step(Step::ReadOnly)?;
     // Mounts inside an exec dir become read-only with it (a remount is not recursive, so each
     // is its own), including the ones made above for a nested exec dir's parents. They stay
     // noexec, like every mount under the write set: one may be a bind of a directory the
@@ -350,8 +330,8 @@ fn bind_partition(
         }
     }
     for (dir, flags) in exec_dirs.iter().zip(exec_flags) {
-        mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
-        mount(
+        sys.mount(Some(dir), dir, libc::MS_BIND | libc::MS_REC)?;
+        sys.mount(
             None,
             dir,
             libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_RDONLY | libc::MS_NOSUID,
@@ -360,7 +340,7 @@ fn bind_partition(
         for point in inner_exec_mounts.iter().filter(|p| beneath(p, dir)) {
             // Its flags now: those of the copy the recursive bind made, noexec included.
             let flags = kept_flags(point)?;
-            mount(
+            sys.mount(
                 None,
                 point,
                 libc::MS_REMOUNT | libc::MS_BIND | flags | libc::MS_RDONLY | libc::MS_NOSUID,
@@ -368,34 +348,9 @@ fn bind_partition(
             read_only.push(point.clone());
         }
     }
-    #[cfg(any(test, feature = "test-hooks"))]
-    fail_at("hide")?;
+    sys.at_step(Step::Hide)?;
     for dir in partition.hidden.iter().filter(|p| p.is_dir()) {
-        hide(dir)?;
+        sys.hide(dir)?;
     }
-    Ok(())
-}
-
-/// Mounts an empty, read-only tmpfs on `dir`: what it holds cannot be read, listed or reached
-/// from the session (the seccomp filter refuses the umount that would uncover it).
-fn hide(dir: &Path) -> Result<(), SealError> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let dst = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| crate::mount_calls::fail("hide", dir))?;
-    // SAFETY: every pointer is a valid NUL-terminated string; the call changes only this
-    // process's (private) mount namespace.
-    let rc = unsafe {
-        libc::mount(
-            c"execguard-hidden".as_ptr(),
-            dst.as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            c"size=4k,mode=000".as_ptr().cast(),
-        )
-    };
-    if rc != 0 {
-        return Err(crate::mount_calls::fail("hide", dir));
-    }
-    forget();
     Ok(())
 }

@@ -14,10 +14,6 @@ use crate::SealError;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
 
-/// Test hook: behave as a kernel that refuses a network namespace (test builds only).
-#[cfg(any(test, feature = "test-hooks"))]
-pub const NO_NETWORK_ENV: &str = "EXECGUARD_TEST_NO_NETWORK_NAMESPACE";
-
 /// The session's network, as the caller asks for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetworkPlan {
@@ -44,20 +40,9 @@ fn net_err(step: &str, e: std::io::Error) -> SealError {
 /// Enters a new network namespace, brings its `lo` up, binds the listeners in it and sends
 /// them over `plan.channel`. This process holds `CAP_NET_ADMIN` over the namespace: root
 /// always, a non-root user as the owner of the user namespace it just made.
-pub fn make(plan: &NetworkPlan) -> Result<NetworkReport, SealError> {
-    #[cfg(any(test, feature = "test-hooks"))]
-    if std::env::var_os(NO_NETWORK_ENV).is_some() {
-        return Err(SealError::Network {
-            detail: format!("unshare(CLONE_NEWNET): {NO_NETWORK_ENV} is set (test hook)"),
-        });
-    }
-    // SAFETY: unshare takes only flags; it affects this process alone.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        return Err(net_err(
-            "unshare(CLONE_NEWNET)",
-            std::io::Error::last_os_error(),
-        ));
-    }
+pub fn make(sys: &dyn crate::sys::SealSys, plan: &NetworkPlan) -> Result<NetworkReport, SealError> {
+    sys.unshare(libc::CLONE_NEWNET)
+        .map_err(|e| net_err("unshare(CLONE_NEWNET)", e))?;
     loopback_up()?;
     let proxy = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| net_err("bind", e))?;
     let proxy_port = proxy
@@ -111,6 +96,32 @@ pub fn receive_fds(channel: RawFd, max: usize) -> std::io::Result<Vec<std::os::f
         match crate::fd_passing::receive(channel, &mut [0u8; 1], max, 0) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             received => return received.map(|(_, fds)| fds),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::RecordingSealSys;
+
+    /// A kernel that gives the session no network namespace refuses the start, typed, before
+    /// any listener is made (the caller names the way on: `--allow-host-network`).
+    #[test]
+    fn no_network_namespace_is_a_typed_refusal() {
+        for errno in [libc::EPERM, libc::EINVAL, libc::ENOSPC] {
+            let sys = RecordingSealSys {
+                refuse: vec![("unshare(CLONE_NEWNET)", errno)],
+                ..Default::default()
+            };
+            let plan = NetworkPlan {
+                channel: -1,
+                host_ports: vec![8080],
+            };
+            let e = make(&sys, &plan).unwrap_err();
+            assert_eq!(e.code(), "network_unavailable");
+            assert!(e.to_string().contains("unshare(CLONE_NEWNET): "), "{e}");
+            assert_eq!(sys.calls(), ["unshare(CLONE_NEWNET)"]);
         }
     }
 }

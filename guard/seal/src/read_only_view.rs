@@ -7,7 +7,6 @@
 //! writable); the kernel then refuses all of these with `EROFS`, for root and every user.
 
 use crate::error::SealError;
-use crate::mount_calls::add_attrs_at;
 use crate::mountinfo::Mount;
 use crate::partition::beneath;
 use std::path::{Path, PathBuf};
@@ -20,6 +19,7 @@ const MOUNT_ATTR_RDONLY: u64 = 0x1;
 /// mount this process cannot reach by its name (a directory it may not search, a mount
 /// covered by a later one) is skipped: the session cannot reach it either.
 pub(crate) fn outside_read_only(
+    sys: &dyn crate::sys::SealSys,
     roots: &[PathBuf],
     table: &[Mount],
 ) -> Result<Vec<PathBuf>, SealError> {
@@ -40,7 +40,7 @@ pub(crate) fn outside_read_only(
         if !reachable(point) {
             continue;
         }
-        add_attrs_at(point, table, MOUNT_ATTR_RDONLY)?;
+        sys.add_attrs(point, table, MOUNT_ATTR_RDONLY)?;
         done.push(point.clone());
     }
     Ok(done)

@@ -201,7 +201,12 @@ impl Enforcement {
 /// do not exist are left out (they get no rule at all).
 pub fn report(partition: &Partition) -> Vec<MountReport> {
     let mounts = table().unwrap_or_else(|_| Vec::new().into());
-    report_with(partition, &mounts, |m, _| Some(m.noexec())).unwrap_or_default()
+    report_from(partition, &mounts)
+}
+
+/// [`report`] from the mount table `mounts`.
+pub(crate) fn report_from(partition: &Partition, mounts: &[Mount]) -> Vec<MountReport> {
+    report_with(partition, mounts, |m, _| Some(m.noexec())).unwrap_or_default()
 }
 
 /// [`report`] from the table the session's namespace read after its binds, without reading
