@@ -2,8 +2,65 @@
 //! `$HOME` joins the write set, the directories of programs inside it stay executable and
 //! read-only, as the operator's record (`~/.config/execguard/exec-dirs`) names them.
 
-use anyhow::{bail, Context as _, Result};
 use std::path::{Path, PathBuf};
+
+/// The step of choosing or recording the exec dirs that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecDirError {
+    #[error("workspace {}", workspace.display())]
+    Workspace {
+        workspace: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("home_untrusted: $HOME ({}) is not an absolute path; set HOME to the directory itself", home.display())]
+    HomeRelative { home: PathBuf },
+    #[error("home_untrusted: $HOME ({}) is reached through the link {}, which sessions can change; set HOME to the directory itself", home.display(), link.display())]
+    HomeThroughLink { home: PathBuf, link: PathBuf },
+    /// The record's directory cannot be resolved.
+    #[error(transparent)]
+    RecordPlace(std::io::Error),
+    #[error("exec_dir_record_untrusted: {} is reached through a symlink (to {}); remove the link, execguard run makes the directory itself", dir.display(), target.display())]
+    RecordThroughLink { dir: PathBuf, target: PathBuf },
+    #[error("exec_dir_record_untrusted: the exec-dir record {} lies in the workspace {}, which the session writes; use a workspace that does not hold ~/.config", record.display(), workspace.display())]
+    RecordInWorkspace { record: PathBuf, workspace: PathBuf },
+    #[error("exec_dir_record_unreadable: {}: {error}; fix or remove it", record.display())]
+    RecordUnreadable {
+        record: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the record has a directory")]
+    RecordWithoutDirectory,
+    #[error("cannot create {}", dir.display())]
+    RecordDirectory {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}", record.display())]
+    RecordUnwritable {
+        record: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("exec_dir_invalid: {} is not an existing directory; name the directory of programs", dir.display())]
+    NotADirectory { dir: PathBuf },
+    #[error("exec_dir_outside_home: {} is not a directory inside {} (outside $HOME everything is executable and read-only to sessions already; $HOME itself and the record's directory cannot be exec dirs)", dir.display(), home.display())]
+    OutsideHome { dir: PathBuf, home: PathBuf },
+    #[error("exec_dirs_in_session: `execguard exec-dirs {what}` changes the operator's record, which sessions only read; run it in a shell outside execguard run")]
+    InSession { what: &'static str },
+    #[error("exec_dirs_too_many: {found} exec dirs found, a policy holds at most {}: drop some with --no-exec-dir", execguard_policy::policy::MAX_ROOTS)]
+    TooMany { found: usize },
+    #[error("exec_dir_invalid: --exec-dir {} is not an existing directory", dir.display())]
+    ExplicitNotADirectory { dir: PathBuf },
+    #[error("exec_dir_outside_write_set: --exec-dir {} is not inside the write set (a root itself, or outside it, where everything is executable and read-only already)", dir.display())]
+    OutsideWriteSet { dir: PathBuf },
+    #[error("exec_dir_holds_write_set: --exec-dir {} holds {}, which the session writes; name the directory of programs inside it instead", dir.display(), root.display())]
+    HoldsWriteSet { dir: PathBuf, root: PathBuf },
+}
+
+type Result<T, E = ExecDirError> = std::result::Result<T, E>;
 
 /// What a host session adds to the partition (docs/write-set.md): `$HOME` to the write set,
 /// and the exec dirs, the directories inside it that the session runs programs from.
@@ -50,7 +107,7 @@ pub const HOME_TOOLCHAINS: [&str; 6] = [
 /// directories of the guard library and the wrappers, that exist and lie in `$HOME` but not
 /// in the workspace (what a session wrote there must not become a program), then the user's
 /// changes. An exec dir inside another one is dropped (the outer one covers it).
-pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
+pub fn host_sides(workspace: &Path, choice: &ExecDirChoice) -> anyhow::Result<HostSides> {
     let mut sides = host_dirs(workspace, choice)?;
     sides.inherited_files = crate::inherited::inherited_writable_files()?;
     Ok(sides)
@@ -65,10 +122,7 @@ fn check_home_path(workspace: &Path) -> Result<()> {
         return Ok(());
     };
     if !given.is_absolute() {
-        bail!(
-            "home_untrusted: $HOME ({}) is not an absolute path; set HOME to the directory itself",
-            given.display()
-        );
+        return Err(ExecDirError::HomeRelative { home: given });
     }
     let mut at = PathBuf::new();
     for part in given.components() {
@@ -85,11 +139,10 @@ fn check_home_path(workspace: &Path) -> Result<()> {
             .unwrap_or_else(|_| dir.to_path_buf())
             .join(name);
         if place.starts_with(workspace) || in_builtin_root(&place) {
-            bail!(
-                "home_untrusted: $HOME ({}) is reached through the link {}, which sessions can change; set HOME to the directory itself",
-                given.display(),
-                place.display()
-            );
+            return Err(ExecDirError::HomeThroughLink {
+                home: given,
+                link: place,
+            });
         }
     }
     Ok(())
@@ -113,8 +166,11 @@ pub fn home() -> Option<PathBuf> {
 }
 
 fn host_dirs(workspace: &Path, choice: &ExecDirChoice) -> Result<HostSides> {
-    let workspace = crate::paths::canonical(workspace)
-        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let workspace =
+        crate::paths::canonical(workspace).map_err(|source| ExecDirError::Workspace {
+            workspace: workspace.to_path_buf(),
+            source,
+        })?;
     check_home_path(&workspace)?;
     let home = home();
     let mut candidates: Vec<PathBuf> = Vec::new();
@@ -228,20 +284,18 @@ fn check_record_place(record: &Path, workspace: Option<&Path>) -> Result<()> {
         }
     }
     // Asked afresh (not remembered): this check is that no link leads there now.
-    let canonical = existing.canonicalize()?;
+    let canonical = existing.canonicalize().map_err(ExecDirError::RecordPlace)?;
     if canonical != existing || std::fs::symlink_metadata(&existing).is_ok_and(|m| !m.is_dir()) {
-        bail!(
-            "exec_dir_record_untrusted: {} is reached through a symlink (to {}); remove the link, execguard run makes the directory itself",
-            existing.display(),
-            canonical.display()
-        );
+        return Err(ExecDirError::RecordThroughLink {
+            dir: existing,
+            target: canonical,
+        });
     }
     if let Some(workspace) = workspace.filter(|w| dir.starts_with(w)) {
-        bail!(
-            "exec_dir_record_untrusted: the exec-dir record {} lies in the workspace {}, which the session writes; use a workspace that does not hold ~/.config",
-            record.display(),
-            workspace.display()
-        );
+        return Err(ExecDirError::RecordInWorkspace {
+            record: record.to_path_buf(),
+            workspace: workspace.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -359,10 +413,12 @@ fn record_lines(record: &Path) -> Result<Vec<(PathBuf, Option<String>)>> {
     let text = match std::fs::read_to_string(record) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => bail!(
-            "exec_dir_record_unreadable: {}: {e}; fix or remove it",
-            record.display()
-        ),
+        Err(error) => {
+            return Err(ExecDirError::RecordUnreadable {
+                record: record.to_path_buf(),
+                error,
+            })
+        }
     };
     Ok(text
         .lines()
@@ -430,19 +486,15 @@ pub fn add_recorded(home: &Path, dir: &Path) -> Result<PathBuf> {
     let c = crate::paths::canonical(dir)
         .ok()
         .filter(|c| c.is_dir())
-        .with_context(|| {
-            format!(
-                "exec_dir_invalid: {} is not an existing directory; name the directory of programs",
-                dir.display()
-            )
+        .ok_or_else(|| ExecDirError::NotADirectory {
+            dir: dir.to_path_buf(),
         })?;
     let record_dir = record.parent().map(Path::to_path_buf);
     if !c.starts_with(home) || c == home || record_dir.as_ref().is_some_and(|r| c.starts_with(r)) {
-        bail!(
-            "exec_dir_outside_home: {} is not a directory inside {} (outside $HOME everything is executable and read-only to sessions already; $HOME itself and the record's directory cannot be exec dirs)",
-            c.display(),
-            home.display()
-        );
+        return Err(ExecDirError::OutsideHome {
+            dir: c,
+            home: home.to_path_buf(),
+        });
     }
     let mut dirs: Vec<PathBuf> = record_lines(&record)?
         .into_iter()
@@ -475,25 +527,28 @@ pub fn remove_recorded(home: &Path, dir: &Path) -> Result<bool> {
 
 /// The record changes only outside sessions: inside one it is read-only, and a session that
 /// could name its own exec dirs would make what it writes run in the next.
-fn refuse_in_session(what: &str) -> Result<()> {
+fn refuse_in_session(what: &'static str) -> Result<()> {
     if std::env::var_os(execguard_load::POLICY_ENV).is_some()
         || std::path::Path::new(execguard_load::SYSTEM_POLICY).exists()
     {
-        bail!(
-            "exec_dirs_in_session: `execguard exec-dirs {what}` changes the operator's record, which sessions only read; run it in a shell outside execguard run"
-        );
+        return Err(ExecDirError::InSession { what });
     }
     Ok(())
 }
 
 fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = record.parent().context("the record has a directory")?;
+    let dir = record
+        .parent()
+        .ok_or(ExecDirError::RecordWithoutDirectory)?;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+        .map_err(|source| ExecDirError::RecordDirectory {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     let mut text = String::from(
         "# Directories inside $HOME that execguard sessions may run programs from (read-only\n\
          # inside a session). One canonical path a line, with the directory's identity after a\n\
@@ -508,7 +563,10 @@ fn write_exec_dir_record(record: &Path, dirs: &[PathBuf]) -> Result<()> {
         }
         text.push('\n');
     }
-    std::fs::write(record, text).with_context(|| format!("cannot write {}", record.display()))
+    std::fs::write(record, text).map_err(|source| ExecDirError::RecordUnwritable {
+        record: record.to_path_buf(),
+        source,
+    })
 }
 
 /// [`host_sides`] from its inputs: the canonical workspace and home, and the candidate
@@ -578,11 +636,7 @@ fn sides_from(
     let outer: Vec<PathBuf> = found.clone();
     found.retain(|d| !outer.iter().any(|o| o != d && d.starts_with(o)));
     if found.len() > execguard_policy::policy::MAX_ROOTS {
-        bail!(
-            "exec_dirs_too_many: {} exec dirs found, a policy holds at most {}: drop some with --no-exec-dir",
-            found.len(),
-            execguard_policy::policy::MAX_ROOTS
-        );
+        return Err(ExecDirError::TooMany { found: found.len() });
     }
     sides.exec_dirs = found;
     Ok(sides)
@@ -594,12 +648,7 @@ fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
             crate::paths::canonical(d)
                 .ok()
                 .filter(|c| c.is_dir())
-                .with_context(|| {
-                    format!(
-                        "exec_dir_invalid: --exec-dir {} is not an existing directory",
-                        d.display()
-                    )
-                })
+                .ok_or_else(|| ExecDirError::ExplicitNotADirectory { dir: d.clone() })
         })
         .collect()
 }
@@ -620,7 +669,7 @@ fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> 
             .iter()
             .any(|r| execguard_policy::path::is_under(bytes, r) && bytes != *r);
         if !in_host && !in_builtin {
-            bail!("exec_dir_outside_write_set: --exec-dir {} is not inside the write set (a root itself, or outside it, where everything is executable and read-only already)", d.display());
+            return Err(ExecDirError::OutsideWriteSet { dir: d });
         }
         let held = roots
             .iter()
@@ -635,7 +684,10 @@ fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> 
                     .find(|r| r.starts_with(&d))
             });
         if let Some(root) = held {
-            bail!("exec_dir_holds_write_set: --exec-dir {} holds {}, which the session writes; name the directory of programs inside it instead", d.display(), root.display());
+            return Err(ExecDirError::HoldsWriteSet {
+                dir: d.clone(),
+                root: root.to_path_buf(),
+            });
         }
     }
     Ok(())
@@ -644,6 +696,46 @@ fn check_explicit(add: &[PathBuf], workspace: &Path, host_roots: &[PathBuf]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each refused choice of exec dirs is its own error, with its reason code first.
+    #[test]
+    fn each_refused_choice_has_its_error() {
+        let d = crate::test_dirs::tmp("exec-dir-errors");
+        let (ws, home) = (d.join("ws"), d.join("home"));
+        let tools = home.join("tools");
+        for dir in [&ws, &tools] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let link = d.join("config-link");
+        std::os::unix::fs::symlink(&home, &link).unwrap();
+        let roots = [home.clone()];
+        let rows: [(Result<()>, &str); 5] = [
+            (
+                check_explicit(&[d.join("gone")], &ws, &roots),
+                "exec_dir_invalid: --exec-dir ",
+            ),
+            (
+                check_explicit(&[PathBuf::from("/usr")], &ws, &roots),
+                "exec_dir_outside_write_set: --exec-dir /usr ",
+            ),
+            (
+                check_explicit(std::slice::from_ref(&d), &ws, &roots),
+                "exec_dir_holds_write_set: --exec-dir ",
+            ),
+            (
+                check_record_place(&link.join("exec-dirs"), None),
+                "exec_dir_record_untrusted: ",
+            ),
+            (
+                check_record_place(&ws.join(".config/exec-dirs"), Some(&ws)),
+                "exec_dir_record_untrusted: the exec-dir record ",
+            ),
+        ];
+        for (n, (got, want)) in rows.into_iter().enumerate() {
+            let e = got.expect_err(want);
+            assert!(e.to_string().starts_with(want), "row {n}: {e}");
+        }
+    }
 
     /// The notice says what the session at hand does with the directory: a strict one never
     /// runs it, one whose home layer runs written programs does.

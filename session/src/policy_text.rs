@@ -4,19 +4,72 @@
 
 use crate::exec_dirs::{in_builtin_root, ExecDirChoice, HostSides};
 use crate::runtimes::RuntimeEntry;
-use anyhow::{bail, Context as _, Result};
 use execguard_load::{self as load, Loaded, Source};
 use execguard_policy::{Policy, Profile};
 use std::path::{Path, PathBuf};
 
+/// The step of writing or reading a session's policy text that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyTextError {
+    #[error("{} is not UTF-8", path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error("{path}: quotes, backslashes and control characters cannot appear in a policy path")]
+    Unquotable { path: String },
+    #[error("workspace {}", workspace.display())]
+    Workspace {
+        workspace: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the workspace cannot be /")]
+    WorkspaceIsRoot,
+    #[error("{} names no file", path.display())]
+    NoFileName { path: PathBuf },
+    #[error("directory of {}", path.display())]
+    Directory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("mount_table_unreadable: /proc/self/mountinfo (is /proc mounted?)")]
+    MountTable(#[source] std::io::Error),
+    /// A second name of the write set that cannot join it, or be ruled out.
+    #[error("{0}")]
+    Unjoinable(execguard_seal::SealError),
+    #[error("write_set_aliased: {} is also reachable as {} (another mount of the same file system), a name a policy cannot hold ({why}); unmount it", same.display(), name.display())]
+    AliasUnquotable {
+        same: PathBuf,
+        name: PathBuf,
+        why: Box<PolicyTextError>,
+    },
+    #[error("write_set_aliased: second names keep leading to more; unmount them")]
+    AliasesWithoutEnd,
+    /// The engine refused the text this file wrote.
+    #[error("generated policy is invalid: {0}")]
+    Generated(execguard_policy::PolicyError),
+    /// The policy in force (system file or environment) cannot be loaded.
+    #[error("{}: {error}", error.reason().code())]
+    InForce { error: load::LoadError },
+    #[error("policy_invalid: {0}")]
+    FileUnreadable(crate::input::InputError),
+    #[error("policy_invalid: {}: {detail}", path.display())]
+    FileInvalid {
+        path: PathBuf,
+        detail: execguard_policy::PolicyError,
+    },
+}
+
+type Result<T, E = PolicyTextError> = std::result::Result<T, E>;
+
 /// A path as a policy string: absolute, canonical, and free of characters the policy subset
 /// cannot hold (quotes, backslashes, control characters).
 pub fn policy_path(path: &Path) -> Result<String> {
-    let s = path
-        .to_str()
-        .with_context(|| format!("{} is not UTF-8", path.display()))?;
+    let s = path.to_str().ok_or_else(|| PolicyTextError::NotUtf8 {
+        path: path.to_path_buf(),
+    })?;
     if s.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
-        bail!("{s}: quotes, backslashes and control characters cannot appear in a policy path");
+        return Err(PolicyTextError::Unquotable { path: s.into() });
     }
     Ok(s.to_string())
 }
@@ -32,10 +85,13 @@ pub fn default_policy(
     runtimes: &[RuntimeEntry],
     sides: &HostSides,
 ) -> Result<String> {
-    let workspace = crate::paths::canonical(workspace)
-        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let workspace =
+        crate::paths::canonical(workspace).map_err(|source| PolicyTextError::Workspace {
+            workspace: workspace.to_path_buf(),
+            source,
+        })?;
     if workspace == Path::new("/") {
-        bail!("the workspace cannot be /");
+        return Err(PolicyTextError::WorkspaceIsRoot);
     }
     let mut text = format!(
         "# execguard policy for a host session (execguard run)\nversion = 1\nprofile = \"{}\"\nworkspace = \"{}\"\n",
@@ -73,8 +129,7 @@ pub fn default_policy(
         text.push_str(&rt.to_policy()?);
     }
     // The engine is the one judge of what a policy means: never hand out text it refuses.
-    Policy::parse(text.as_bytes())
-        .map_err(|e| anyhow::anyhow!("generated policy is invalid: {e}"))?;
+    Policy::parse(text.as_bytes()).map_err(PolicyTextError::Generated)?;
     Ok(text)
 }
 
@@ -91,8 +146,7 @@ fn without_aliases(
     sides: &HostSides,
 ) -> Result<Vec<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
-    let mounts = execguard_seal::mountinfo::table()
-        .context("mount_table_unreadable: /proc/self/mountinfo (is /proc mounted?)")?;
+    let mounts = execguard_seal::mountinfo::table().map_err(PolicyTextError::MountTable)?;
     let builtin = execguard_policy::policy::BUILTIN_MUTABLE_ROOTS
         .iter()
         .map(|r| PathBuf::from(std::ffi::OsStr::from_bytes(r)));
@@ -108,7 +162,7 @@ fn without_aliases(
             .with_exec_dirs(exec_dirs.iter().cloned());
         let found = execguard_seal::aliases::aliases(&partition, &mounts);
         if let Some(e) = found.unjoinable() {
-            bail!("{e}");
+            return Err(PolicyTextError::Unjoinable(e));
         }
         if found.write_set.is_empty() {
             return Ok(exec_dirs);
@@ -119,8 +173,12 @@ fn without_aliases(
             }
         }
         for (same, name) in found.write_set {
-            if let Err(e) = policy_path(&name) {
-                bail!("write_set_aliased: {} is also reachable as {} (another mount of the same file system), a name a policy cannot hold ({e}); unmount it", same.display(), name.display());
+            if let Err(why) = policy_path(&name) {
+                return Err(PolicyTextError::AliasUnquotable {
+                    same,
+                    name,
+                    why: Box::new(why),
+                });
             }
             if !mutable_roots.contains(&name) {
                 mutable_roots.push(name.clone());
@@ -128,7 +186,7 @@ fn without_aliases(
             }
         }
     }
-    bail!("write_set_aliased: second names keep leading to more; unmount them")
+    Err(PolicyTextError::AliasesWithoutEnd)
 }
 
 /// `path` made absolute against the current directory, without resolving symlinks in a file
@@ -140,9 +198,13 @@ pub fn absolute(path: &Path) -> Result<PathBuf> {
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .with_context(|| format!("{} names no file", path.display()))?;
-    let dir = crate::paths::canonical(parent)
-        .with_context(|| format!("directory of {}", path.display()))?;
+        .ok_or_else(|| PolicyTextError::NoFileName {
+            path: path.to_path_buf(),
+        })?;
+    let dir = crate::paths::canonical(parent).map_err(|source| PolicyTextError::Directory {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(dir.join(name))
 }
 
@@ -155,10 +217,12 @@ pub fn discovered_default_policy(
     audit: Option<&Path>,
     seal: bool,
     exec_dirs: &ExecDirChoice,
-) -> Result<String> {
+) -> anyhow::Result<String> {
     let runtimes = crate::runtimes::discover(std::env::var_os("PATH").as_deref())?;
     let sides = crate::exec_dirs::host_sides(workspace, exec_dirs)?;
-    default_policy(workspace, profile, audit, seal, &runtimes, &sides)
+    Ok(default_policy(
+        workspace, profile, audit, seal, &runtimes, &sides,
+    )?)
 }
 
 fn policy_list(key: &str, paths: &[PathBuf]) -> Result<String> {
@@ -174,16 +238,17 @@ pub fn policy_in_force() -> Result<Option<Loaded>> {
     match load::load() {
         Ok(l) => Ok(Some(l)),
         Err(load::LoadError::Missing) => Ok(None),
-        Err(e) => Err(anyhow::anyhow!("{}: {e}", e.reason().code())),
+        Err(error) => Err(PolicyTextError::InForce { error }),
     }
 }
 
 /// A policy text given by the user (`--policy FILE`).
 pub fn policy_file(path: &Path) -> Result<Loaded> {
-    let text =
-        crate::input::read_policy(path).map_err(|e| anyhow::anyhow!("policy_invalid: {e}"))?;
-    let policy = Policy::parse(&text)
-        .map_err(|e| anyhow::anyhow!("policy_invalid: {}: {e}", path.display()))?;
+    let text = crate::input::read_policy(path).map_err(PolicyTextError::FileUnreadable)?;
+    let policy = Policy::parse(&text).map_err(|detail| PolicyTextError::FileInvalid {
+        path: path.to_path_buf(),
+        detail,
+    })?;
     let profile = policy.profile();
     Ok(Loaded {
         source: Source::System(path.to_path_buf()),
@@ -201,5 +266,70 @@ impl RuntimeEntry {
             policy_path(&self.path)?,
             policy_path(&self.wrapper)?
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_dirs::tmp;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Each step that can fail says which, in its own words.
+    #[test]
+    fn each_failing_step_has_its_error() {
+        let d = tmp("policy-text-errors");
+        let garbage = d.join("garbage.toml");
+        std::fs::write(&garbage, "version = [").unwrap();
+        let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"/a\xffb"));
+        let rows: [(Result<String>, &str); 7] = [
+            (
+                policy_path(Path::new("/a\"b")),
+                "/a\"b: quotes, backslashes",
+            ),
+            (policy_path(not_utf8), "is not UTF-8"),
+            (
+                absolute(Path::new("/")).map(|_| String::new()),
+                "/ names no file",
+            ),
+            (
+                absolute(&d.join("gone/f")).map(|_| String::new()),
+                "directory of ",
+            ),
+            (
+                default_policy(
+                    Path::new("/"),
+                    Profile::Strict,
+                    None,
+                    true,
+                    &[],
+                    &HostSides::default(),
+                ),
+                "the workspace cannot be /",
+            ),
+            (
+                policy_file(&d.join("missing.toml")).map(|l| l.text.len().to_string()),
+                "policy_invalid: ",
+            ),
+            (
+                policy_file(&garbage).map(|l| l.text.len().to_string()),
+                "policy_invalid: ",
+            ),
+        ];
+        for (n, (got, want)) in rows.into_iter().enumerate() {
+            let e = got.expect_err(want);
+            assert!(
+                e.to_string().starts_with(want) || e.to_string().contains(want),
+                "row {n}: {e}"
+            );
+        }
+        assert!(matches!(
+            policy_file(&garbage),
+            Err(PolicyTextError::FileInvalid { .. })
+        ));
+        assert!(matches!(
+            policy_file(&d.join("missing.toml")),
+            Err(PolicyTextError::FileUnreadable(_))
+        ));
     }
 }

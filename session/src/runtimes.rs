@@ -1,7 +1,6 @@
 //! The session's binaries: the guard library, the wrapper binaries, and the real git and
 //! node copies (the protected runtimes) found on `PATH` and in the well-known places.
 
-use anyhow::{bail, Context as _, Result};
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
@@ -9,6 +8,50 @@ use std::path::{Path, PathBuf};
 
 /// The library's file name; the guard recognises itself in `LD_PRELOAD` by it.
 pub const LIB_NAME: &str = "libexecguard.so";
+
+/// The step of finding the session's binaries that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    #[error("EXECGUARD_LIB must name a file called {LIB_NAME}")]
+    LibraryMisnamed,
+    #[error("EXECGUARD_LIB={}", path.display())]
+    LibraryUnreachable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot find this executable")]
+    NoExecutable(#[source] std::io::Error),
+    /// A found binary whose canonical name cannot be had.
+    #[error("{}", path.display())]
+    Unresolved {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    LibraryUnresolved(std::io::Error),
+    #[error("cannot find {LIB_NAME} beside {} or in /usr/local/lib/execguard (build it with `cargo build --release`, or set EXECGUARD_LIB)", beside.display())]
+    NoLibrary { beside: PathBuf },
+    #[error("cannot find the {} wrapper {} beside {} (build the whole workspace: `cargo build --release` puts it there)", tool.name, tool.wrapper_file, beside.display())]
+    NoWrapper { tool: Tool, beside: PathBuf },
+    #[error("wrapper {}", wrapper.display())]
+    WrapperUnreachable {
+        wrapper: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot find the exec-path (git-core directory) of {}: git's hooks could not start git; install git with its git-core directory", git.display())]
+    NoGitExecPath { git: PathBuf },
+    #[error(
+        "{found} copies of git and node found; a policy holds at most {}",
+        execguard_policy::policy::MAX_RUNTIMES
+    )]
+    TooMany { found: usize },
+}
+
+type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 /// A tool the session guards: its command name and its wrapper's file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,12 +86,12 @@ pub fn guard_library() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("EXECGUARD_LIB") {
         let p = PathBuf::from(p);
         if p.file_name().and_then(|n| n.to_str()) != Some(LIB_NAME) {
-            bail!("EXECGUARD_LIB must name a file called {LIB_NAME}");
+            return Err(RuntimeError::LibraryMisnamed);
         }
         return crate::paths::canonical(&p)
-            .with_context(|| format!("EXECGUARD_LIB={}", p.display()));
+            .map_err(|source| RuntimeError::LibraryUnreachable { path: p, source });
     }
-    let exe = crate::paths::current_exe().context("cannot find this executable")?;
+    let exe = crate::paths::current_exe().map_err(RuntimeError::NoExecutable)?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [
         dir.join(LIB_NAME),
@@ -60,17 +103,17 @@ pub fn guard_library() -> Result<PathBuf> {
     ];
     for c in &candidates {
         if c.is_file() {
-            return Ok(crate::paths::canonical(c)?);
+            return crate::paths::canonical(c).map_err(RuntimeError::LibraryUnresolved);
         }
     }
-    bail!("cannot find {LIB_NAME} beside {} or in /usr/local/lib/execguard (build it with `cargo build --release`, or set EXECGUARD_LIB)", exe.display())
+    Err(RuntimeError::NoLibrary { beside: exe })
 }
 
 /// Finds a wrapper binary: beside this executable (where `cargo build` puts every binary of
 /// the workspace, and where the guard library is looked for first), then in the image's and
 /// the usual install locations.
 pub fn wrapper_binary(tool: Tool) -> Result<PathBuf> {
-    let exe = crate::paths::current_exe().context("cannot find this executable")?;
+    let exe = crate::paths::current_exe().map_err(RuntimeError::NoExecutable)?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [
         dir.join(tool.wrapper_file),
@@ -80,15 +123,13 @@ pub fn wrapper_binary(tool: Tool) -> Result<PathBuf> {
     ];
     for c in &candidates {
         if crate::paths::metadata(c).is_ok_and(|m| m.is_file()) {
-            return crate::paths::canonical(c).with_context(|| format!("{}", c.display()));
+            return crate::paths::canonical(c).map_err(|source| RuntimeError::Unresolved {
+                path: c.clone(),
+                source,
+            });
         }
     }
-    bail!(
-        "cannot find the {} wrapper {} beside {} (build the whole workspace: `cargo build --release` puts it there)",
-        tool.name,
-        tool.wrapper_file,
-        exe.display()
-    )
+    Err(RuntimeError::NoWrapper { tool, beside: exe })
 }
 
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
@@ -271,8 +312,11 @@ pub fn discover_runtimes(
     wrapper: &Path,
     path_var: Option<&OsStr>,
 ) -> Result<Vec<RuntimeEntry>> {
-    let wrapper_meta = crate::paths::metadata(wrapper)
-        .with_context(|| format!("wrapper {}", wrapper.display()))?;
+    let wrapper_meta =
+        crate::paths::metadata(wrapper).map_err(|source| RuntimeError::WrapperUnreachable {
+            wrapper: wrapper.to_path_buf(),
+            source,
+        })?;
     let mut found: Vec<PathBuf> = on_path(tool.name, path_var);
     found.extend(
         well_known(tool)
@@ -311,10 +355,7 @@ pub fn discover_runtimes(
                 // not hard links) would otherwise start git without the wrapper.
                 push(e, true, &mut out);
             }
-            None if first => bail!(
-                "cannot find the exec-path (git-core directory) of {}: git's hooks could not start git; install git with its git-core directory",
-                p.display()
-            ),
+            None if first => return Err(RuntimeError::NoGitExecPath { git: p }),
             None => {}
         }
     }
@@ -329,11 +370,7 @@ pub fn discover(path_var: Option<&OsStr>) -> Result<Vec<RuntimeEntry>> {
         all.extend(discover_runtimes(tool, &wrapper, path_var)?);
     }
     if all.len() > execguard_policy::policy::MAX_RUNTIMES {
-        bail!(
-            "{} copies of git and node found; a policy holds at most {}",
-            all.len(),
-            execguard_policy::policy::MAX_RUNTIMES
-        );
+        return Err(RuntimeError::TooMany { found: all.len() });
     }
     Ok(all)
 }
@@ -342,6 +379,21 @@ pub fn discover(path_var: Option<&OsStr>) -> Result<Vec<RuntimeEntry>> {
 mod tests {
     use super::*;
     use crate::test_dirs::tmp;
+
+    /// A wrapper that cannot be reached is named, with the cause.
+    #[test]
+    fn an_unreachable_wrapper_is_its_own_error() {
+        let d = tmp("runtimes-errors");
+        let wrapper = d.join("execguard-git");
+        match discover_runtimes(GIT, &wrapper, None) {
+            Err(e @ RuntimeError::WrapperUnreachable { .. }) => {
+                assert_eq!(e.to_string(), format!("wrapper {}", wrapper.display()));
+                let cause = std::error::Error::source(&e).map(ToString::to_string);
+                assert!(cause.is_some_and(|c| c.contains("No such file")), "{e:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn exec_path_is_found_by_inode_or_bytes() {

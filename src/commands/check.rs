@@ -58,7 +58,7 @@ fn parse_autonomy(s: &str) -> Result<Autonomy, String> {
 
 fn policy_for(args: &Args) -> Result<Loaded> {
     if let Some(path) = &args.policy {
-        return execguard_session::policy_text::policy_file(path);
+        return Ok(execguard_session::policy_text::policy_file(path)?);
     }
     if args.workspace.is_none() {
         if let Some(loaded) = execguard_session::policy_text::policy_in_force()? {
