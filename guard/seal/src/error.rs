@@ -17,7 +17,7 @@ pub enum SealError {
     /// The `noexec` mounts were required and could not be made.
     Noexec { detail: String },
     /// A user namespace was entered and could not be finished (its ids mapped, its mounts
-    /// made a slave of the parent's): this process cannot leave it, so it only exits.
+    /// made private): this process cannot leave it, so it only exits.
     NamespaceUnfinished { detail: String },
     /// Part of the write set is also reachable by a name outside it (the `aliases` module).
     WriteSetAliased { root: PathBuf, name: PathBuf },

@@ -54,9 +54,9 @@ pub fn mountinfo() -> Vec<Mount> {
 /// The mount table as this process last read it through [`table`]. The kernel prints every
 /// mount for each read (2 µs a line here: 45-90 µs of a session's start each time), and a
 /// session start asks before its fork and again in the child, in the same namespace. Any
-/// change this module makes (a new namespace, a bind, a remount) forgets it. Mounts made
-/// outside (the namespace is a slave of the parent's) may appear at any time, after a fresh
-/// read as after a kept one.
+/// change this module makes (a new namespace, a bind, a remount) forgets it. Before the
+/// session's namespace is made, mounts made outside may appear at any time, after a fresh read
+/// as after a kept one; inside it (private) none come in.
 static KNOWN: std::sync::Mutex<Option<std::sync::Arc<[Mount]>>> = std::sync::Mutex::new(None);
 
 fn known() -> std::sync::MutexGuard<'static, Option<std::sync::Arc<[Mount]>>> {

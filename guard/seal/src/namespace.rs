@@ -5,8 +5,10 @@
 //!
 //! A non-root user makes the namespace inside a new user namespace that maps its uid and gid to
 //! themselves (so files keep their owners; `setgroups` is denied there, as the kernel requires
-//! for an unprivileged map). Root needs no user namespace. The mount namespace is a slave of
-//! the parent's: mounts made outside still appear, none made inside leak out. The seccomp
+//! for an unprivileged map). Root needs no user namespace. The mount namespace is private: none
+//! made inside leak out, and none the host makes while the session runs come in (as a slave's
+//! would, with the host's flags: writable and executable in the workspace, writable outside
+//! the read-only view). The seccomp
 //! filter then refuses every mount call, so the session cannot undo this.
 
 use crate::error::SealError;
@@ -185,14 +187,14 @@ pub fn isolate(
 }
 
 /// The namespaces themselves: a mount namespace (in a user namespace of its own for a
-/// non-root user, ids mapped to themselves) that is a slave of the parent's.
+/// non-root user, ids mapped to themselves) that is private: no mount propagates either way.
 pub(crate) fn enter(sys: &dyn SealSys) -> Result<&'static str, SealError> {
     let (uid, gid) = sys.ids();
     if uid == 0 {
         unshare(sys, libc::CLONE_NEWNS, "unshare(CLONE_NEWNS)")?;
         // New mount ids; nothing made here may reach the parent namespace.
         forget();
-        sys.mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)?;
+        sys.mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)?;
         return Ok("mount");
     }
     unshare(
@@ -207,7 +209,7 @@ pub(crate) fn enter(sys: &dyn SealSys) -> Result<&'static str, SealError> {
         write_proc(sys, "/proc/self/setgroups", "deny")?;
         write_proc(sys, "/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
         write_proc(sys, "/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
-        sys.mount(None, Path::new("/"), libc::MS_REC | libc::MS_SLAVE)
+        sys.mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)
     };
     finish().map(|()| "user+mount").map_err(|e| match e {
         SealError::Noexec { detail } => SealError::NamespaceUnfinished { detail },
