@@ -32,6 +32,8 @@ use execguard_session::handback::{self, Handback};
 use execguard_session::reaper::{spawn_failure_code, Stand};
 use execguard_session::supervisor::{Duties, Supervisor};
 
+pub use execguard_wrappers::Refusal;
+
 use crate::allowlist;
 use crate::chain;
 use crate::env::{parse_session_env, Date, SessionEnv};
@@ -58,28 +60,12 @@ pub enum Mode {
     GenerateManifest { root: PathBuf, files: Vec<PathBuf> },
 }
 
-/// A refusal: a stable code and a one-line detail.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: &'static str,
-    pub detail: String,
-}
-
-impl Refusal {
-    fn new(code: &'static str, detail: impl Into<String>) -> Self {
-        Self {
-            code,
-            detail: detail.into(),
-        }
-    }
-}
-
 /// Parses the command line.
 pub fn parse_mode(args: &[OsString]) -> Result<Mode, Refusal> {
     match args.first().map(|a| a.as_os_str()) {
         Some(a) if a == "--arbitrary-command" => {
             if args.get(1).map(|a| a.as_os_str()) != Some(OsStr::new("--")) || args.len() < 3 {
-                return Err(Refusal::new(
+                return Err(Refusal::coded(
                     "usage",
                     "--arbitrary-command -- CMD [ARGS...]",
                 ));
@@ -92,12 +78,12 @@ pub fn parse_mode(args: &[OsString]) -> Result<Mode, Refusal> {
             if rest.first().map(|a| a.as_os_str()) == Some(OsStr::new("--root")) {
                 let dir = rest
                     .get(1)
-                    .ok_or_else(|| Refusal::new("usage", "--root DIR"))?;
+                    .ok_or_else(|| Refusal::coded("usage", "--root DIR"))?;
                 root = PathBuf::from(dir);
                 rest = &rest[2..];
             }
             if rest.is_empty() {
-                return Err(Refusal::new(
+                return Err(Refusal::coded(
                     "usage",
                     "--generate-manifest [--root DIR] IMAGE-PATH...",
                 ));
@@ -112,7 +98,7 @@ pub fn parse_mode(args: &[OsString]) -> Result<Mode, Refusal> {
 }
 
 fn refuse(r: &Refusal) -> i32 {
-    eprintln!("{NAME}: refused {}: {}", r.code, r.detail);
+    eprintln!("{NAME}: refused {}: {}", r.code(), r.detail());
     EXIT_REFUSED
 }
 
@@ -120,7 +106,7 @@ fn refuse(r: &Refusal) -> i32 {
 /// `start`), so a session that never started leaves a trace.
 fn refuse_audited(paths: &Paths, args: &[OsString], r: &Refusal) -> i32 {
     let code = refuse(r);
-    crate::audit::record_refusal(paths, "entrypoint", "start", r.code, &r.detail, args);
+    crate::audit::record_refusal(paths, "entrypoint", "start", r.code(), r.detail(), args);
     code
 }
 
@@ -163,7 +149,7 @@ fn generate(root: &std::path::Path, files: &[PathBuf]) -> i32 {
             print!("{}", m.render());
             0
         }
-        Err(e) => refuse(&Refusal::new(e.code(), e.to_string())),
+        Err(e) => refuse(&Refusal::coded(e.code(), e.to_string())),
     }
 }
 
@@ -196,7 +182,7 @@ fn start(mut prepared: Prepared) -> i32 {
     };
     let mut supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,
-        Err(e) => return refuse(&Refusal::new("init_failed", e.to_string())),
+        Err(e) => return refuse(&Refusal::coded("init_failed", e.to_string())),
     };
     let child = match supervisor.spawn(&mut prepared.cmd) {
         Ok(pid) => pid,
@@ -248,11 +234,11 @@ fn prepare(
     today: Date,
 ) -> Result<Prepared, Refusal> {
     let session = parse_session_env(&env_pairs(env), today)
-        .map_err(|e| Refusal::new(e.code(), e.detail()))?;
+        .map_err(|e| Refusal::coded(e.code(), e.detail()))?;
 
     let start = check_start(sys, &session)?;
     manifest::verify_manifest(paths, &session.manifest_sha256)
-        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
 
     let arbitrary = matches!(mode, Mode::Arbitrary(_));
     let mut reductions = Vec::new();
@@ -268,7 +254,7 @@ fn prepare(
     let link = if arbitrary {
         None
     } else {
-        Some(chain::create_link().map_err(|e| Refusal::new("chain_failed", e.to_string()))?)
+        Some(chain::create_link().map_err(|e| Refusal::coded("chain_failed", e.to_string()))?)
     };
 
     drop_privileges(
@@ -279,7 +265,7 @@ fn prepare(
         },
         start,
     )
-    .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
 
     if sealed {
         // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
@@ -329,7 +315,7 @@ fn check_start(sys: &dyn Syscall, session: &SessionEnv) -> Result<Start, Refusal
         (true, _) => Start::Root,
         (false, Mutability::Readonly) => Start::Unprivileged,
         (false, Mutability::Ephemeral) => {
-            return Err(Refusal::new(
+            return Err(Refusal::coded(
                 "mutability_mismatch",
                 "ephemeral sessions start as root to prepare state",
             ))
@@ -339,7 +325,7 @@ fn check_start(sys: &dyn Syscall, session: &SessionEnv) -> Result<Start, Refusal
         let ids = (sys.get_resuid(), sys.get_resgid());
         if let (Ok(u), Ok(g)) = &ids {
             if *u != [session.host_uid; 3] || *g != [session.host_gid; 3] {
-                return Err(Refusal::new(
+                return Err(Refusal::coded(
                     "uid_mismatch",
                     format!(
                         "running as {u:?}/{g:?}, expected {}/{}",
@@ -353,7 +339,7 @@ fn check_start(sys: &dyn Syscall, session: &SessionEnv) -> Result<Start, Refusal
     // Without root nothing can record the session's profile for the guard, which then holds the
     // image policy's (strict): another profile would be one layer's word against another's.
     if start == Start::Unprivileged && session.profile != execguard_policy::Profile::Strict {
-        return Err(Refusal::new(
+        return Err(Refusal::coded(
             "profile_unrecordable",
             format!(
                 "profile {} needs a root start to record it for the guard (execguard image run does that); an unprivileged start runs strict only",
@@ -387,7 +373,7 @@ fn plan_seal(
         // directories would fail), so a kernel it refuses is known here, not after the drop.
         if let Err(e) = execguard_seal::partition_abi(execguard_seal::sys::host()) {
             if !session.allow_unsealed {
-                return Err(Refusal::new(
+                return Err(Refusal::coded(
                     e.code(),
                     format!(
                         "{e}; set {}=1 to run strict unsealed at reduced assurance",
@@ -428,7 +414,7 @@ fn harden_write_set(
         None
     };
     let mounts = crate::noexec::read_mounts()
-        .map_err(|e| Refusal::new("noexec_unavailable", format!("/proc/self/mountinfo: {e}")))?;
+        .map_err(|e| Refusal::coded("noexec_unavailable", format!("/proc/self/mountinfo: {e}")))?;
     let exec_mounts: Vec<String> = crate::noexec::write_set_mounts(&mounts, &roots, &exec_allowed)
         .into_iter()
         .filter(|c| !c.noexec)
@@ -443,7 +429,7 @@ fn harden_write_set(
                 }
                 None => String::new(),
             };
-            return Err(Refusal::new(
+            return Err(Refusal::coded(
                 "noexec_unavailable",
                 format!(
                     "writable and not noexec: {}{why}; start as root with CAP_SYS_ADMIN (execguard image run does), mount them noexec (Kubernetes: bindMountOptions), or set {}=1 for reduced assurance",
@@ -479,7 +465,7 @@ fn plan_repo_config(
     if mask_repo_config && start == Start::Unprivileged {
         let present = crate::repo_config::present(&paths.workspace);
         if !present.is_empty() {
-            return Err(Refusal::new(
+            return Err(Refusal::coded(
                 "repo_config_unmaskable",
                 format!(
                     "an unprivileged start cannot mask {}; remove it from the workspace or set {}=<today, UTC> to let the provider load it",
@@ -511,17 +497,17 @@ fn record_runtime_state(
     let mut user_name = session.user_name.clone();
     let owner = if start == Start::Root && session.mutability == Mutability::Readonly {
         // The root file system is read-only: no passwd entry is added (the image user has one).
-        write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        write_state(paths, &state).map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
         Some((session.host_uid, session.host_gid))
     } else if start == Start::Root {
-        write_state(paths, &state).map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        write_state(paths, &state).map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
         let mapped = user::add_mapped_user(
             &paths.etc,
             &session.user_name,
             session.host_uid,
             session.host_gid,
         )
-        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
         user_name = mapped.user;
         Some((session.host_uid, session.host_gid))
     } else {
@@ -533,7 +519,7 @@ fn record_runtime_state(
 /// Masks the workspace's provider configuration files (root).
 fn mask_repo_config_files(paths: &Paths) -> Result<(), Refusal> {
     let masked = crate::repo_config::mask(&paths.workspace, &paths.run_dir.join("repo-config-masks"))
-        .map_err(|e| Refusal::new(
+        .map_err(|e| Refusal::coded(
             "repo_config_unmaskable",
             format!("{e}; remove it from the workspace or set {}=<today, UTC> to let the provider load it", crate::env::VAR_REPO_CONFIG_ACK),
         ))?;
@@ -556,7 +542,7 @@ fn provider_env(
     user_name: String,
 ) -> Result<Vec<(OsString, OsString)>, Refusal> {
     let report = home::seed_home(paths, session.agent, owner)
-        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
     for skipped in &report.skipped {
         eprintln!("{NAME}: not importing /workspace/{skipped}: not a regular file reached without symlinks");
     }
@@ -585,7 +571,7 @@ fn seal_self(paths: &Paths) -> Result<(), Refusal> {
             world: None,
         },
     )
-    .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+    .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
     Ok(())
 }
 
@@ -608,7 +594,7 @@ fn provider_command(
             c.args(user_args);
             c
         }
-        Mode::GenerateManifest { .. } => return Err(Refusal::new("usage", "unreachable mode")),
+        Mode::GenerateManifest { .. } => return Err(Refusal::coded("usage", "unreachable mode")),
     };
     cmd.env_clear().envs(child_env);
     let cwd = if paths.workspace.is_dir() {
@@ -677,13 +663,13 @@ mod tests {
         assert_eq!(
             parse_mode(&os(&["--arbitrary-command", "id"]))
                 .unwrap_err()
-                .code,
+                .code(),
             "usage"
         );
         assert_eq!(
             parse_mode(&os(&["--arbitrary-command", "--"]))
                 .unwrap_err()
-                .code,
+                .code(),
             "usage"
         );
         assert_eq!(
@@ -700,7 +686,9 @@ mod tests {
             }
         );
         assert_eq!(
-            parse_mode(&os(&["--generate-manifest"])).unwrap_err().code,
+            parse_mode(&os(&["--generate-manifest"]))
+                .unwrap_err()
+                .code(),
             "usage"
         );
     }

@@ -31,13 +31,13 @@ pub fn build(source: &Path, req: &BuildRequest) -> Result<ExitStatus> {
     }
     if let Some(list) = &req.providers {
         if let Some(bad) = list.iter().find(|p| !PROVIDERS.contains(&p.as_str())) {
-            return Err(Refusal {
-                code: "provider_unknown",
-                detail: format!(
+            return Err(Refusal::coded(
+                "provider_unknown",
+                format!(
                     "{bad:?}: --providers takes a subset of {}",
                     PROVIDERS.join(",")
                 ),
-            }
+            )
             .into());
         }
         if list.is_empty() {

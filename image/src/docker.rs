@@ -158,20 +158,8 @@ pub fn parse_user(s: &str) -> Result<(u32, u32)> {
     Ok((u, g))
 }
 
-/// A typed refusal to start: a stable code and one line that says how to proceed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: &'static str,
-    pub detail: String,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "refused {}: {}", self.code, self.detail)
-    }
-}
-
-impl std::error::Error for Refusal {}
+/// A typed refusal to start: the one refusal type (`execguard_wrappers::Refusal`).
+pub use execguard_wrappers::Refusal;
 
 /// The session's uid:gid. Asked for: that. A non-root launcher: the launcher. A root launcher:
 /// the workspace's owner, since a session never runs as root and a workspace it cannot write is
@@ -190,16 +178,16 @@ pub fn session_user(
     let meta = std::fs::metadata(workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
     if meta.uid() == 0 || meta.gid() == 0 {
-        return Err(Refusal {
-            code: "workspace_owned_by_root",
-            detail: format!(
+        return Err(Refusal::coded(
+"workspace_owned_by_root",
+format!(
                 "{} is owned by {}:{} and a session never runs as root; chown it to the user who works in it (chown -R UID:GID {}) or pass --user UID:GID of a user who can write it",
                 workspace.display(),
                 meta.uid(),
                 meta.gid(),
                 workspace.display()
             ),
-        }
+)
         .into());
     }
     Ok((meta.uid(), meta.gid()))
@@ -293,13 +281,13 @@ pub fn refuse_hidden_docker(socket: Option<&Path>) -> Result<(), Refusal> {
         return Ok(());
     };
     match std::fs::metadata(socket) {
-        Ok(m) if !m.file_type().is_socket() => Err(Refusal {
-            code: "docker_hidden",
-            detail: format!(
+        Ok(m) if !m.file_type().is_socket() => Err(Refusal::coded(
+"docker_hidden",
+format!(
                 "Docker's socket {} is not a socket here: this is an execguard session, whose world hides the sockets of outside processes, so a container started from it would run outside its rules; run `execguard image run` from outside the session",
                 socket.display()
             ),
-        }),
+)),
         _ => Ok(()),
     }
 }
@@ -363,13 +351,13 @@ pub fn prepare(req: RunRequest) -> Result<Launch> {
         // An image records the providers it was built with (older images do not).
         if let Ok(list) = image_label(&req.image, LABEL_PROVIDERS) {
             if !list.split(',').any(|p| p == req.agent) {
-                return Err(Refusal {
-                    code: "provider_not_in_image",
-                    detail: format!(
+                return Err(Refusal::coded(
+"provider_not_in_image",
+format!(
                         "{} was built with {list}, not {}; rebuild with `execguard image build --providers ...{}` or pick --agent from {list}",
                         req.image, req.agent, req.agent
                     ),
-                }
+)
                 .into());
             }
         }

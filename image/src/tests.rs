@@ -298,9 +298,9 @@ fn a_root_launcher_runs_the_session_as_the_workspace_owner_or_refuses() {
     if meta == 0 {
         let err = as_root.unwrap_err();
         let r = err.downcast_ref::<Refusal>().expect("a typed refusal");
-        assert_eq!(r.code, "workspace_owned_by_root");
+        assert_eq!(r.code(), "workspace_owned_by_root");
         assert!(
-            r.detail.contains("chown") && r.detail.contains("--user"),
+            r.detail().contains("chown") && r.detail().contains("--user"),
             "{r}"
         );
         // Owned by someone else: the session runs as them.

@@ -171,7 +171,7 @@ fn wrapper(
                 "deny {}: {}; to proceed: {}\n  execguard-{} refuses this with exit status {}",
                 r.code(),
                 r.detail(),
-                r.hint(),
+                r.hint().unwrap_or_default(),
                 tool.name,
                 execguard_wrappers::launch::EXIT_REFUSED
             ),

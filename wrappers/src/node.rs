@@ -243,7 +243,7 @@ mod tests {
             "/usr/local/libexec/execguard/providers/gemini/node_modules/@google/gemini-cli/bundle/gemini.js",
         ))
         .unwrap_err();
-        assert_eq!(refused.reason(), Reason::NodeProviderScript);
+        assert_eq!(refused.code(), Reason::NodeProviderScript.as_str());
         assert!(check_script(&plan("/usr/local/lib/app.js")).is_ok());
         assert!(check_script(&NodePlan { script: None }).is_ok());
     }

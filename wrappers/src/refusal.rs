@@ -141,20 +141,35 @@ impl fmt::Display for Reason {
     }
 }
 
-/// A refused invocation. `Display` gives `refused <code>: <detail>; to proceed: <hint>`, the
-/// text after the `execguard-<tool>: ` prefix of the stderr line.
+/// A refusal, the one type every part of execguard outside the guard refuses with (the
+/// wrappers, the container's entrypoint and provider, `execguard image`): a stable reason code,
+/// a one-line detail and, when there is one, how to proceed. `Display` gives `refused <code>:
+/// <detail>` and `; to proceed: <hint>`, the text after the `<program>: ` prefix of the stderr
+/// line. The wrappers' refusals always say how to proceed ([`Refusal::new`]: the reason's
+/// default way, or a more specific one).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("refused {reason}: {detail}; to proceed: {}", self.hint())]
+#[error("refused {code}: {detail}{}", self.hint().map(|h| format!("; to proceed: {h}")).unwrap_or_default())]
 pub struct Refusal {
-    reason: Reason,
+    code: &'static str,
     detail: String,
     hint: Option<String>,
 }
 
 impl Refusal {
+    /// A wrapper's refusal, with the reason's default way to proceed.
     pub fn new(reason: Reason, detail: impl Into<String>) -> Self {
         Refusal {
-            reason,
+            code: reason.as_str(),
+            detail: detail.into(),
+            hint: Some(reason.default_hint().into()),
+        }
+    }
+
+    /// A refusal by its stable code alone (the entrypoint's and the image's codes: docs/image.md,
+    /// docs/cli.md).
+    pub fn coded(code: &'static str, detail: impl Into<String>) -> Self {
+        Refusal {
+            code,
             detail: detail.into(),
             hint: None,
         }
@@ -168,21 +183,15 @@ impl Refusal {
 
     /// The stable reason code, e.g. `hook_bypass`.
     pub fn code(&self) -> &'static str {
-        self.reason.as_str()
-    }
-
-    pub fn reason(&self) -> Reason {
-        self.reason
+        self.code
     }
 
     pub fn detail(&self) -> &str {
         &self.detail
     }
 
-    /// How to proceed (always present: every refusal says what to do instead).
-    pub fn hint(&self) -> &str {
-        self.hint
-            .as_deref()
-            .unwrap_or_else(|| self.reason.default_hint())
+    /// How to proceed, when the refusal says it apart from its detail.
+    pub fn hint(&self) -> Option<&str> {
+        self.hint.as_deref()
     }
 }
