@@ -96,7 +96,10 @@ cat "$S/key/audit.key" 2>/dev/null && echo KEY_READ
 i=0; while [ $i -lt 100 ]; do ./evil 2>/dev/null; i=$((i+1)); done
 env -i ./evil 2>/dev/null
 "$AA" closeall ./evil || echo CLOSEALL_NOT_REFUSED
+"$AA" closefrom ./evil || echo CLOSEFROM_NOT_REFUSED
 "$AA" storm 40 ./evil 2>/dev/null
+"$AA" selfkill 20 ./evil 2>/dev/null
+echo FORGED $("$AA" forge "$(ls "$S"/run/*.sock | head -n1)")
 echo END
 "#;
 
@@ -122,6 +125,7 @@ fn a_session_cannot_erase_its_kept_audit() {
             "SOCKETS_REMOVED",
             "KEY_READ",
             "CLOSEALL_NOT_REFUSED",
+            "CLOSEFROM_NOT_REFUSED",
         ] {
             assert!(
                 !stdout.contains(said),
@@ -139,10 +143,11 @@ fn a_session_cannot_erase_its_kept_audit() {
             .iter()
             .filter(|r| r["decision"] == "deny" && r["path"] == evil.to_str().unwrap())
             .count();
-        // ./evil, 100 more, env -i, closeall: 103; the storm's 20 that were not killed, and
-        // any killed one that got as far as its record.
+        // ./evil, 100 more, env -i, closeall, closefrom: 104; the storm's 20 that were not
+        // killed, and any killed one (the storm's 20, selfkill's 20) that got as far as its
+        // record.
         assert!(
-            (123..=143).contains(&refusals),
+            (124..=164).contains(&refusals),
             "{label}: {refusals} refusals\n{}",
             String::from_utf8_lossy(&raw)
         );
@@ -157,6 +162,28 @@ fn a_session_cannot_erase_its_kept_audit() {
         let v = s.verify(&s.log());
         assert_eq!(v.status.code(), Some(0), "{label}: {}", text(&v.stderr));
         assert!(text(&v.stdout).contains("verified"), "{label}");
+        // The forged record is kept as what it is: the sender's pid and uid as the kernel
+        // gave them, the writer's time; what it claimed (pid 1, uid 0, time 1.5) is dropped.
+        let forged = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("FORGED "))
+            .unwrap_or_else(|| panic!("{label}: {stdout}"));
+        let said: Vec<&str> = forged.split_whitespace().collect();
+        assert_eq!(
+            said.get(2),
+            Some(&"+"),
+            "{label}: the writer's answer: {forged}"
+        );
+        let kept: Vec<_> = records.iter().filter(|r| r["path"] == "/forged").collect();
+        assert_eq!(kept.len(), 1, "{label}");
+        assert_eq!(
+            kept[0]["pid"].to_string(),
+            said[0],
+            "{label}: {:?}",
+            kept[0]
+        );
+        assert_eq!(kept[0]["uid"], u64::from(who.uid()), "{label}");
+        assert_ne!(kept[0]["time"], 1.5, "{label}");
     }
 }
 
@@ -234,6 +261,142 @@ fn a_session_inside_a_kept_one_keeps_its_records_there() {
             "{label}: the inner first command's refusal: {records:?}"
         );
         let v = s.verify(&s.log());
+        assert_eq!(v.status.code(), Some(0), "{label}: {}", text(&v.stderr));
+    }
+}
+
+/// Waits (at most 60 s) until `path` exists, while the session `child` runs.
+fn wait_for(path: &Path, child: &mut std::process::Child) {
+    for _ in 0..1200 {
+        if path.exists() {
+            return;
+        }
+        if child.try_wait().unwrap().is_some() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("the session ended before {}: {err}", path.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Fills the file system of `dir` with one file until it refuses (ENOSPC).
+fn fill(dir: &Path) -> PathBuf {
+    use std::io::Write as _;
+    let filler = dir.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    while f.write_all(&chunk).is_ok() {}
+    while f.write_all(&chunk[..1]).is_ok() {}
+    filler
+}
+
+/// A full disk under the state directory (a small tmpfs; root, for the mount): a session
+/// that cannot write its first record does not start (`audit_unwritable`) and runs nothing;
+/// records that could not be written while the disk was full are counted in an `audit_lost`
+/// notice once it has room again, no part of them stays, the refusals still stood, and the
+/// log verifies.
+#[test]
+fn a_full_disk_refuses_the_start_and_loses_no_record_silently() {
+    if !execguard_testkit::require_root("mounting a small tmpfs as the state directory") {
+        return;
+    }
+    for who in identities() {
+        let label = who.label();
+        let s = Session::new(&who, "full");
+        // XDG_STATE_HOME, outside $HOME: a non-root session's home layer cannot cover a
+        // mount beneath it.
+        let state_parent = s.base.join("xdg-state");
+        std::fs::create_dir_all(&state_parent).unwrap();
+        let state = state_parent.join("execguard");
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o"])
+            .arg(format!("size=256k,mode=0755,uid={}", who.uid()))
+            .arg("execguard-test-full")
+            .arg(&state_parent)
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "{label}: mount");
+        struct Unmount(PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+            }
+        }
+        let _unmount = Unmount(state_parent.clone());
+
+        // Full before the start: nothing runs.
+        let filler = fill(&state_parent);
+        let run = |script: &str| {
+            let mut c = Command::new(&tools().cli);
+            who.apply(&mut c);
+            c.arg("run")
+                .arg("--workspace")
+                .arg(&s.ws)
+                .args(["--", "/bin/sh", "-c", script])
+                .current_dir(&s.ws)
+                .env("HOME", &s.home)
+                .env("XDG_RUNTIME_DIR", s.base.join("runtime"))
+                .env("XDG_STATE_HOME", &state_parent)
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            c
+        };
+        let out = run("touch ran").output().unwrap();
+        let err = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{label}: {err}");
+        assert!(err.contains("audit_unwritable"), "{label}: {err}");
+        assert!(!s.ws.join("ran").exists(), "{label}: the command ran");
+        std::fs::remove_file(&filler).unwrap();
+
+        // Full in the middle of the session.
+        let mut child = run(
+            "./evil; echo a=$?; touch ready; while [ ! -e go ]; do sleep 0.05; done; \
+                 i=0; while [ $i -lt 30 ]; do ./evil 2>/dev/null; echo full=$?; i=$((i+1)); done; \
+                 touch filled; while [ ! -e go2 ]; do sleep 0.05; done; ./evil; echo d=$?",
+        )
+        .spawn()
+        .unwrap();
+        wait_for(&s.ws.join("ready"), &mut child);
+        let filler = fill(&state_parent);
+        std::fs::write(s.ws.join("go"), "").unwrap();
+        wait_for(&s.ws.join("filled"), &mut child);
+        std::fs::remove_file(&filler).unwrap();
+        std::fs::write(s.ws.join("go2"), "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = text(&out.stdout);
+        // The refusals stood, kept or not.
+        assert!(
+            stdout.contains("a=126") && stdout.contains("d=126"),
+            "{label}: {stdout}"
+        );
+        assert_eq!(stdout.matches("full=126").count(), 30, "{label}: {stdout}");
+        let log = state.join("audit.jsonl");
+        let raw = std::fs::read(&log).unwrap();
+        assert!(raw.ends_with(b"\n"), "{label}: a torn last line");
+        let records = read_audit(&log);
+        let lost: Vec<_> = records
+            .iter()
+            .filter(|r| r["reason"] == "audit_lost")
+            .collect();
+        // The log's last page may take a few records in, and a notice (shorter than a
+        // record) may fit where a record did not: the rest of the 30 are lost and counted,
+        // each of the 32 kept or counted, none twice.
+        assert!(!lost.is_empty(), "{label}: {records:?}");
+        let lost: u64 = lost.iter().map(|r| r["lost"].as_u64().unwrap()).sum();
+        let denied = records.iter().filter(|r| r["decision"] == "deny").count() as u64;
+        assert!(lost >= 1, "{label}");
+        assert_eq!(denied + lost, 32, "{label}: {denied} kept, {lost} lost");
+        let v = Command::new(&tools().cli)
+            .args(["audit", "verify"])
+            .arg(&log)
+            .arg("--key")
+            .arg(state.join("audit.pub"))
+            .output()
+            .unwrap();
         assert_eq!(v.status.code(), Some(0), "{label}: {}", text(&v.stderr));
     }
 }
