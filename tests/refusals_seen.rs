@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use support::{denial_lines, text};
 
+const DEVELOPMENT_WAY: &str = "this profile runs native code the session wrote only from the workspace, the session's temp directory (`$TMPDIR`, its own /tmp) and its home, never from /dev/shm or the runtime directory: build or install it there";
+
 const STRICT_WAY: &str = "native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`";
 
 /// A scenario's directories (`support::Scene`) and what these tests do in them.
@@ -212,6 +214,73 @@ fn a_refusal_a_child_swallowed_reaches_the_person_when_the_session_ends() {
         assert!(
             !text(&out.stderr).contains("session summary"),
             "{}",
+            who.label()
+        );
+    }
+}
+
+#[test]
+fn development_says_why_a_program_written_where_the_kernel_will_not_run_it_does_not_run() {
+    for who in identities() {
+        let sc = Scene::new(who, "write-only");
+        let name = format!("execguard-write-only-{}-{}", who.uid(), std::process::id());
+        // Copied in the session, as a build would write it: /dev/shm is on the write side in
+        // development too (the kernel refuses it: Landlock, noexec), as is the runtime dir
+        // /run/user/UID (the same rule: guard/policy's rule rows); the session's own $TMPDIR
+        // runs what it built.
+        let script = format!(
+            "cp /bin/true /dev/shm/{name} && /dev/shm/{name}; echo shm=$?; \
+             cp /bin/true /dev/shm/{name}-p; test -x /dev/shm/{name}-p || echo probe-no; \
+             rm -f /dev/shm/{name} /dev/shm/{name}-p; \
+             cp /bin/true \"$TMPDIR/t\" && \"$TMPDIR/t\" && echo tmp-ran"
+        );
+        let out = sc.run("development", &script);
+        let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(
+            stdout,
+            "shm=126\nprobe-no\ntmp-ran\n",
+            "{}: {err}",
+            who.label()
+        );
+        let line = |path: String| {
+            (
+                "mutable_native".to_string(),
+                path,
+                DEVELOPMENT_WAY.to_string(),
+            )
+        };
+        assert_eq!(
+            denial_lines(&err),
+            vec![
+                line(format!("/dev/shm/{name}")),
+                line(format!("/dev/shm/{name}-p"))
+            ],
+            "{}: {err}",
+            who.label()
+        );
+        // The exec and the probe are one record each, and reach the summary.
+        let records = sc.refusals();
+        assert_eq!(records.len(), 2, "{}: {records:?}", who.label());
+        assert!(
+            err.contains("execguard: session summary: 2 refusals"),
+            "{}: {err}",
+            who.label()
+        );
+        // A shared /tmp (--allow-shared-temp) is on the write side, and said.
+        let out = sc
+            .session_with(
+                "development",
+                &["--allow-shared-temp"],
+                &format!("cp /bin/true /tmp/{name} && /tmp/{name}; echo rc=$?; rm -f /tmp/{name}"),
+            )
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(text(&out.stdout), "rc=126\n", "{}: {err}", who.label());
+        assert_eq!(
+            denial_lines(&err),
+            vec![line(format!("/tmp/{name}"))],
+            "{}: {err}",
             who.label()
         );
     }

@@ -126,6 +126,14 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     // sessions see, and its scratch programs in its own /tmp: those get both rights, as the
     // workspace does. The operator's real exec dirs stay read-only in them.
     let partition = partition.with_both(world.executable_roots());
+    if development {
+        // The guard learns where the kernel runs written code, so a program built in
+        // /dev/shm or the runtime directory is refused with its line, not a bare EACCES.
+        launch::set_policy(
+            &mut env,
+            &policy_text::with_executable_roots(&loaded.text, &partition.both),
+        );
+    }
     // The session's own network (docs/session.md), served by the supervisor.
     let network = (host && policy.seal() && !opts.allow_host_network).then(|| network::Network {
         host_ports: opts.host_port.clone(),
@@ -341,21 +349,14 @@ fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<(Loaded, O
     ))
 }
 
-/// `text` (a default policy without `audit_log`) naming the kept log and its writer's socket,
-/// as top-level keys (before any `[[runtime]]`).
+/// `text` (a default policy without `audit_log`) naming the kept log and its writer's socket.
 fn with_kept_lines(text: &str, log: &[u8], socket: &[u8]) -> String {
     let lines = format!(
         "audit_log = \"{}\"\naudit_socket = \"{}\"\n",
         String::from_utf8_lossy(log),
         String::from_utf8_lossy(socket)
     );
-    match text.find("version = 1\n") {
-        Some(at) => {
-            let at = at + "version = 1\n".len();
-            format!("{}{lines}{}", &text[..at], &text[at..])
-        }
-        None => format!("{lines}{text}"),
-    }
+    policy_text::with_top_level_lines(text, &lines)
 }
 
 /// Is `dir` in a host session's write set whatever the policy adds ($HOME, the built-in

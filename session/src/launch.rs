@@ -161,6 +161,15 @@ pub fn add_guard(env: &mut Vec<(OsString, OsString)>, lib: &Path, policy_text: &
     ));
 }
 
+/// Replaces the policy [`add_guard`] put in the session's environment.
+pub fn set_policy(env: &mut [(OsString, OsString)], policy_text: &[u8]) {
+    for (k, v) in env.iter_mut() {
+        if k == execguard_load::POLICY_ENV {
+            *v = OsStr::from_bytes(policy_text).to_os_string();
+        }
+    }
+}
+
 /// The session's first command, decided.
 pub enum FirstCommand {
     /// Allowed: exec it by [`exec_first_command`].

@@ -233,6 +233,31 @@ fn policy_list(key: &str, paths: &[PathBuf]) -> Result<String> {
     Ok(format!("{key} = [{}]\n", items.join(", ")))
 }
 
+/// `text` with `lines` as top-level keys: after `version = 1`, before any `[[runtime]]`.
+pub fn with_top_level_lines(text: &str, lines: &str) -> String {
+    match text.find("version = 1\n") {
+        Some(at) => {
+            let at = at + "version = 1\n".len();
+            format!("{}{lines}{}", &text[..at], &text[at..])
+        }
+        None => format!("{lines}{text}"),
+    }
+}
+
+/// A sealed development (or build) session's policy naming the roots the seal grants both
+/// rights (`executable_roots`, [`execguard_policy::Policy::runs_written`]). When they cannot
+/// all be named (too many, or a name a policy cannot hold) the text is left as it was: the
+/// guard then leaves those places to the kernel, as before, and refuses nothing more.
+pub fn with_executable_roots(text: &[u8], roots: &[PathBuf]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text);
+    let amended = (roots.len() <= execguard_policy::policy::MAX_EXECUTABLE_ROOTS)
+        .then(|| policy_list("executable_roots", roots).ok())
+        .flatten()
+        .map(|line| with_top_level_lines(&text, &line))
+        .filter(|t| Policy::parse(t.as_bytes()).is_ok());
+    amended.unwrap_or_else(|| text.into_owned()).into_bytes()
+}
+
 /// The policy in force, if any (system file first, then the environment).
 pub fn policy_in_force() -> Result<Option<Loaded>> {
     match load::load() {

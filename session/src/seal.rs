@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 /// The partition a policy describes (docs/write-set.md): its mutable roots are the write set,
 /// its exec dirs the execute side inside it, and under `development` and `build` the
-/// workspace gets both rights.
+/// workspace and the `executable_roots` (in a session: its temp dirs and home layer) get
+/// both rights.
 /// Each name is resolved as this process resolved it when it checked it
 /// ([`crate::paths::canonical`]), never afresh: this is built before the fork and the seal
 /// works from it, by these names.
@@ -21,12 +22,14 @@ pub fn partition_with_temp(policy: &Policy, temp: Option<&Path>) -> execguard_se
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let path = |b: &[u8]| PathBuf::from(OsStr::from_bytes(b));
-    let both = match policy.profile() {
-        Profile::Development | Profile::Build => Some(path(policy.workspace())),
-        _ => None,
+    let both: Vec<PathBuf> = match policy.profile() {
+        Profile::Development | Profile::Build => core::iter::once(policy.workspace())
+            .chain(policy.executable_roots())
+            .map(path)
+            .collect(),
+        _ => Vec::new(),
     };
-    let temp = both
-        .is_some()
+    let temp = (!both.is_empty())
         .then_some(temp)
         .flatten()
         .map(Path::to_path_buf);

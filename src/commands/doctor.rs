@@ -46,22 +46,10 @@ fn status_field(name: &str) -> Option<String> {
 }
 
 fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) -> Observed {
-    // A development (or build) session's workspace and its own /tmp and /var/tmp run what it
-    // builds there: none of them can show that the kernel refuses written programs.
-    let runs_written_profile = matches!(
-        profile,
-        Some(execguard_policy::Profile::Development | execguard_policy::Profile::Build)
-    );
-    let own_exec_temp = |p: &Path| {
-        runs_written_profile
-            && execguard_session::world::EXEC_TEMP
-                .iter()
-                .any(|t| p == Path::new(t))
-    };
-    let runs_written = |p: &Path| {
-        own_exec_temp(p)
-            || (runs_written_profile && partition.both.iter().any(|b| p.starts_with(b)))
-    };
+    // A development (or build) session's workspace, temp dirs and home layer (the policy's
+    // `executable_roots`: the partition's both rights) run what it builds there: none of
+    // them can show that the kernel refuses written programs, and their mounts keep exec.
+    let runs_written = |p: &Path| partition.both.iter().any(|b| p.starts_with(b));
     let roots: Vec<String> = partition
         .write_set
         .iter()
@@ -91,10 +79,10 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
         reductions.push(Reduction::NoSeccomp);
     }
     // A reduced profile's workspace keeps exec on purpose (its profile is the reduction).
-    let in_both = |m: &MountReport| {
-        partition.both.iter().any(|b| m.mount_point.starts_with(b)) || own_exec_temp(&m.mount_point)
-    };
-    if report.iter().any(|m| !m.noexec && !in_both(m)) {
+    if report
+        .iter()
+        .any(|m| !m.noexec && !runs_written(&m.mount_point))
+    {
         reductions.push(Reduction::WriteSetNotAllNoexec);
     }
     if !aliases.is_empty() {
@@ -298,6 +286,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             m.root.display(),
             if m.noexec {
                 "noexec (the kernel refuses exec and exec-mappings)"
+            } else if observed.both.iter().any(|b| m.mount_point.starts_with(b)) {
+                "exec allowed: both rights, where this profile runs what the session builds"
             } else {
                 "exec allowed by the mount: the guard refuses written objects to dlopen and the loader, but not a program's own executable mapping"
             }

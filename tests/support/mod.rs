@@ -610,8 +610,15 @@ impl Scene {
     /// the workspace, as the scene's user with its own home, `PATH=/usr/bin:/bin`, the guard
     /// of these sources and no policy or preload of the caller's.
     pub fn session(&self, profile: &str, script: &str) -> Command {
+        self.session_with(profile, &[], script)
+    }
+
+    /// [`Scene::session`] with more flags of `execguard run` (`--allow-shared-temp`).
+    pub fn session_with(&self, profile: &str, flags: &[&str], script: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
-        c.args(["run", "--profile", profile, "--workspace"])
+        c.args(["run", "--profile", profile])
+            .args(flags)
+            .arg("--workspace")
             .arg(&self.ws)
             .arg("--audit")
             .arg(&self.audit)

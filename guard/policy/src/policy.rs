@@ -6,6 +6,9 @@
 //! workspace = "/workspace"                 # mutable, like the built-in roots
 //! mutable_roots = ["/cache"]               # added to the built-in roots, never replacing them
 //! exec_dirs = ["/home/u/.cargo/bin"]       # inside the write set, executable, read-only to the session
+//! executable_roots = ["/home/u/proj", "/tmp"]  # development, build: where the session's own
+//!                                          #  native code runs (the seal's both rights); absent:
+//!                                          #  wherever the kernel lets it
 //! allow_commands = []                      # empty: no allow-list; else basenames or paths
 //! audit_log = "/state/execguard/audit.jsonl"
 //! audit_allow = false                      # also record allowed execs
@@ -43,6 +46,8 @@ pub const MAX_ALLOWED: usize = 256;
 pub const MAX_RUNTIMES: usize = 32;
 /// Most `own_loaders` entries.
 pub const MAX_OWN_LOADERS: usize = 32;
+/// Most `executable_roots` entries.
+pub const MAX_EXECUTABLE_ROOTS: usize = 8;
 
 /// Programs that map a program named in their arguments with a loader of their own, never
 /// exec'ing it (so the kernel and the seal never see it): refused like the dynamic loader
@@ -148,6 +153,8 @@ pub struct Index {
     n_runtimes: usize,
     /// `None`: the key is absent and [`DEFAULT_OWN_LOADERS`] applies.
     own_loaders: Option<([Span; MAX_OWN_LOADERS], usize)>,
+    /// `None`: the key is absent and the guard does not know where the kernel runs written code.
+    executable_roots: Option<([Span; MAX_EXECUTABLE_ROOTS], usize)>,
 }
 
 impl Index {
@@ -168,6 +175,7 @@ impl Index {
         runtimes: [[Span { start: 0, len: 0 }; 5]; MAX_RUNTIMES],
         n_runtimes: 0,
         own_loaders: None,
+        executable_roots: None,
     };
 }
 
@@ -407,6 +415,36 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+
+    /// An array of at most `list.len()` strings into `list` (`n` of them), each one `valid`
+    /// (else `BadValue(what)`); more is `TooMany(key)`.
+    fn bounded_array(
+        &mut self,
+        list: &mut [Span],
+        n: &mut usize,
+        key: &'static str,
+        valid: impl Fn(&[u8]) -> bool,
+        what: &'static str,
+    ) -> Result<(), PolicyError> {
+        let text = self.text;
+        self.array(|c, v| {
+            if !valid(&text[v.start as usize..(v.start + v.len) as usize]) {
+                return Err(c.err(PolicyErrorKind::BadValue(what)));
+            }
+            if *n == list.len() {
+                return Err(c.err(PolicyErrorKind::TooMany(key)));
+            }
+            list[*n] = v;
+            *n += 1;
+            Ok(())
+        })
+    }
+}
+
+/// A list key's fresh storage, for a key whose absence means something of its own.
+fn fresh<const N: usize>(slot: &mut Option<([Span; N], usize)>) -> (&mut [Span], &mut usize) {
+    let (list, n) = slot.insert(([Span::default(); N], 0));
+    (list, n)
 }
 
 const KEY_VERSION: u32 = 1 << 0;
@@ -423,6 +461,7 @@ const KEY_WRAPPER: u32 = 1 << 10;
 const KEY_SEAL: u32 = 1 << 11;
 const KEY_EXEC_DIRS: u32 = 1 << 12;
 const KEY_OWN_LOADERS: u32 = 1 << 13;
+const KEY_EXECUTABLE_ROOTS: u32 = 1 << 17;
 const KEY_AUDIT_SOCKET: u32 = 1 << 14;
 const KEY_PATH_ID: u32 = 1 << 15;
 const KEY_WRAPPER_ID: u32 = 1 << 16;
@@ -509,6 +548,7 @@ impl<'a> Policy<'a> {
                 (false, b"seal") => KEY_SEAL,
                 (false, b"exec_dirs") => KEY_EXEC_DIRS,
                 (false, b"own_loaders") => KEY_OWN_LOADERS,
+                (false, b"executable_roots") => KEY_EXECUTABLE_ROOTS,
                 (true, b"name") => KEY_NAME,
                 (true, b"path") => KEY_PATH,
                 (true, b"wrapper") => KEY_WRAPPER,
@@ -572,61 +612,45 @@ impl<'a> Policy<'a> {
                 }
                 KEY_AUDIT_ALLOW => idx.audit_allow = c.boolean()?,
                 KEY_SEAL => idx.seal = c.boolean()?,
-                KEY_ROOTS | KEY_EXEC_DIRS => {
-                    let (roots, n, key) = if bit == KEY_ROOTS {
-                        (&mut idx.roots, &mut idx.n_roots, "mutable_roots")
-                    } else {
-                        (&mut idx.exec_dirs, &mut idx.n_exec_dirs, "exec_dirs")
+                KEY_ROOTS | KEY_EXEC_DIRS | KEY_EXECUTABLE_ROOTS | KEY_OWN_LOADERS
+                | KEY_ALLOWED => {
+                    let (list, n): (&mut [Span], &mut usize) = match bit {
+                        KEY_ROOTS => (&mut idx.roots, &mut idx.n_roots),
+                        KEY_EXEC_DIRS => (&mut idx.exec_dirs, &mut idx.n_exec_dirs),
+                        KEY_EXECUTABLE_ROOTS => fresh(&mut idx.executable_roots),
+                        KEY_OWN_LOADERS => fresh(&mut idx.own_loaders),
+                        _ => (&mut idx.allowed, &mut idx.n_allowed),
                     };
-                    c.array(|c, v| {
-                        if !is_canonical_root(s(v)) {
-                            return Err(c.err(PolicyErrorKind::BadValue(
-                                "mutable root or exec dir must be an absolute canonical path other than /",
-                            )));
-                        }
-                        if *n == MAX_ROOTS {
-                            return Err(c.err(PolicyErrorKind::TooMany(key)));
-                        }
-                        roots[*n] = v;
-                        *n += 1;
-                        Ok(())
-                    })?;
-                }
-                KEY_OWN_LOADERS => {
-                    let (list, n) = idx
-                        .own_loaders
-                        .insert(([Span::default(); MAX_OWN_LOADERS], 0));
-                    c.array(|c, v| {
-                        let e = s(v);
-                        if !(is_command_name(e) || is_canonical_root(e)) {
-                            return Err(c.err(PolicyErrorKind::BadValue(
-                                "own loader must be a basename or an absolute canonical path",
-                            )));
-                        }
-                        if *n == MAX_OWN_LOADERS {
-                            return Err(c.err(PolicyErrorKind::TooMany("own_loaders")));
-                        }
-                        list[*n] = v;
-                        *n += 1;
-                        Ok(())
-                    })?;
-                }
-                KEY_ALLOWED => {
-                    let (allowed, n) = (&mut idx.allowed, &mut idx.n_allowed);
-                    c.array(|c, v| {
-                        let e = s(v);
-                        if !(is_command_name(e) || is_canonical_root(e)) {
-                            return Err(c.err(PolicyErrorKind::BadValue(
-                                "allowed command must be a basename or an absolute canonical path",
-                            )));
-                        }
-                        if *n == MAX_ALLOWED {
-                            return Err(c.err(PolicyErrorKind::TooMany("allow_commands")));
-                        }
-                        allowed[*n] = v;
-                        *n += 1;
-                        Ok(())
-                    })?;
+                    let path_or_name: fn(&[u8]) -> bool =
+                        |e| is_command_name(e) || is_canonical_root(e);
+                    let (key, valid, what): (_, fn(&[u8]) -> bool, _) = match bit {
+                        KEY_ROOTS => (
+                            "mutable_roots",
+                            is_canonical_root,
+                            "mutable root must be an absolute canonical path other than /",
+                        ),
+                        KEY_EXEC_DIRS => (
+                            "exec_dirs",
+                            is_canonical_root,
+                            "exec dir must be an absolute canonical path other than /",
+                        ),
+                        KEY_EXECUTABLE_ROOTS => (
+                            "executable_roots",
+                            is_canonical_root,
+                            "executable root must be an absolute canonical path other than /",
+                        ),
+                        KEY_OWN_LOADERS => (
+                            "own_loaders",
+                            path_or_name,
+                            "own loader must be a basename or an absolute canonical path",
+                        ),
+                        _ => (
+                            "allow_commands",
+                            path_or_name,
+                            "allowed command must be a basename or an absolute canonical path",
+                        ),
+                    };
+                    c.bounded_array(list, n, key, valid, what)?;
                 }
                 _ => {
                     let v = c.string()?;
@@ -728,6 +752,28 @@ impl<'a> Policy<'a> {
                 let loose = loose_match(canonical_path);
                 self.mutable_roots().find(|root| loose(root))
             })
+    }
+
+    /// Would the kernel run native code the session wrote at `canonical_path` (a mutable
+    /// file)? Under the seal of `development` and `build` it runs only beneath the workspace
+    /// and the policy's `executable_roots` (the seal's both rights: the session's temp dirs
+    /// and home layer); `/dev/shm`, the runtime directory and a shared `/tmp` stay write-only.
+    /// Without the key the guard does not know, and leaves it to the kernel (`true`).
+    pub fn runs_written(&self, canonical_path: &[u8]) -> bool {
+        self.index.executable_roots.is_none()
+            || is_under(canonical_path, self.workspace())
+            || self
+                .executable_roots()
+                .any(|root| is_under(canonical_path, root))
+    }
+
+    /// The `executable_roots` (none when the key is absent).
+    pub fn executable_roots(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        let spans = match &self.index.executable_roots {
+            Some((spans, n)) => &spans[..*n],
+            None => &[][..],
+        };
+        spans.iter().map(|&s| self.get(s))
     }
 
     /// Does `canonical_path` lie in the write set, exec dirs included (the session may rename or
@@ -979,6 +1025,32 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
         assert_eq!(p.mutable_root_of(b"/w/.cargo/bin/x"), Some(&b"/w"[..]));
         assert!(Policy::parse(b"version = 1\nexec_dirs = [\"rel\"]\n").is_err());
         assert!(Policy::parse(b"version = 1\nexec_dirs = []\nexec_dirs = []\n").is_err());
+    }
+
+    #[test]
+    fn executable_roots_say_where_written_code_runs() {
+        let p = Policy::parse(
+            b"version = 1\nworkspace = \"/w\"\nprofile = \"development\"\nexecutable_roots = [\"/tmp/s\"]\n",
+        )
+        .unwrap();
+        assert!(p.runs_written(b"/w/target/debug/app"));
+        assert!(p.runs_written(b"/tmp/s/go-build1/exe/t"));
+        assert!(!p.runs_written(b"/dev/shm/app"));
+        assert!(!p.runs_written(b"/tmp/sx/app"));
+        let without = Policy::parse(b"version = 1\n").unwrap();
+        assert!(
+            without.runs_written(b"/dev/shm/app"),
+            "absent: the kernel decides"
+        );
+        assert!(Policy::parse(b"version = 1\nexecutable_roots = [\"rel\"]\n").is_err());
+        let nine = (0..9)
+            .map(|i| format!("\"/r{i}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert!(
+            Policy::parse(format!("version = 1\nexecutable_roots = [{nine}]\n").as_bytes())
+                .is_err()
+        );
     }
 
     #[test]

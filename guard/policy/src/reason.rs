@@ -171,7 +171,7 @@ impl Reason {
         use Profile::{Breakglass, Build, Development, Strict};
         match (self, profile) {
             (Self::MutableNative, Some(Strict) | None) => "native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`",
-            (Self::MutableNative, Some(Development | Build | Breakglass)) => "this profile runs native code the session wrote only from the workspace, the session's temp directory and its home's bin directories: build or install it there",
+            (Self::MutableNative, Some(Development | Build | Breakglass)) => "this profile runs native code the session wrote only from the workspace, the session's temp directory (`$TMPDIR`, its own /tmp) and its home, never from /dev/shm or the runtime directory: build or install it there",
             (Self::AnonymousNative, Some(Strict) | None) => "a program with no file on disk (memfd, O_TMPFILE, deleted) never runs under strict; write it to a file in the workspace and run that under `--profile development`, or use `--profile build`",
             (Self::AnonymousNative, Some(Development)) => "a program with no file on disk (memfd, O_TMPFILE, deleted) does not run under development; write it to a file in the workspace and run that, or use `--profile build`",
             (Self::AnonymousNative, Some(Build | Breakglass)) => "keep the file on disk until it has started",

@@ -112,7 +112,7 @@ fn check_mutable_object<S: Sys>(
     let kp = kpath.as_bytes();
     let anonymous = is_anonymous(kp) || info.nlink == 0;
     if is_mutable(sys, ctx.policy, kp, info.nlink) {
-        check_native(profile, anonymous, reason, kp)?;
+        check_native(ctx.policy, anonymous, reason, kp)?;
     }
     Ok(())
 }

@@ -66,12 +66,7 @@ pub(super) fn check_loader<'a, S: Sys>(
         check_protected(sys, ctx, &hop.info, kpath)?;
         let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
         if is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
-            check_native(
-                ctx.policy.profile(),
-                anonymous,
-                Reason::MutableNative,
-                kpath,
-            )?;
+            check_native(ctx.policy, anonymous, Reason::MutableNative, kpath)?;
         }
         return Ok(());
     }
@@ -138,12 +133,7 @@ fn check_loaded_program<S: Sys>(
     let anonymous = is_anonymous(kpath) || hop.info.nlink == 0;
     let elf = hop.head[..hop.head_len].starts_with(ELF_MAGIC);
     if (elf || !hop.readable) && is_mutable(sys, ctx.policy, kpath, hop.info.nlink) {
-        check_native(
-            ctx.policy.profile(),
-            anonymous,
-            Reason::MutableNative,
-            kpath,
-        )?;
+        check_native(ctx.policy, anonymous, Reason::MutableNative, kpath)?;
     }
     Ok(())
 }

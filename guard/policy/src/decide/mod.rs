@@ -210,7 +210,7 @@ where
         let buf = shebang::pad(&hop.head[..hop.head_len]);
         if buf.starts_with(ELF_MAGIC) {
             if mutable {
-                check_native(profile, anonymous, Reason::MutableNative, kpath)?;
+                check_native(policy, anonymous, Reason::MutableNative, kpath)?;
             }
             if is_loader_name(kpath) || is_loader_name(requested) {
                 check_loader(sys, ctx, chain.args())?;

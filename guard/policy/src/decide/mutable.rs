@@ -6,7 +6,6 @@ use crate::path::{is_anonymous, PathBuf};
 use crate::policy::Policy;
 use crate::reason::Reason;
 use crate::sys::{At, Errno, FileInfo, OpenMode, Sys, EACCES};
-use crate::Profile;
 
 /// The one "mutable" predicate (docs/write-set.md): may the session change the file the kernel
 /// names `kpath`? It may when the file lies in the write set (outside the exec dirs), and, when
@@ -141,12 +140,17 @@ pub(super) fn redirectable<S: Sys>(sys: &mut S, policy: &Policy<'_>, prefix: &[u
         || (!policy.seal() && !sys.bypasses_permissions() && may_change(sys, prefix))
 }
 
+/// What the profile lets mutable native code do. A file-backed program the profile would run
+/// but the kernel will not (development's write-only places: `/dev/shm`, the runtime
+/// directory, a shared `/tmp`, [`Policy::runs_written`]) is refused here, so the person sees
+/// the guard's line and its way forward rather than the kernel's bare "Permission denied".
 pub(super) fn check_native(
-    profile: Profile,
+    policy: &Policy<'_>,
     anonymous: bool,
     reason: Reason,
     path: &[u8],
 ) -> Result<(), Verdict> {
+    let profile = policy.profile();
     if anonymous && !profile.allows_anonymous_native() {
         let reason = if reason == Reason::MutableNative {
             Reason::AnonymousNative
@@ -156,6 +160,9 @@ pub(super) fn check_native(
         return Err(deny(reason, path));
     }
     if !anonymous && !profile.allows_mutable_native() {
+        return Err(deny(reason, path));
+    }
+    if !anonymous && reason == Reason::MutableNative && !policy.runs_written(path) {
         return Err(deny(reason, path));
     }
     Ok(())

@@ -153,6 +153,20 @@ fn long_name(s: &mut MemSys) {
         .symlink(b"/ws/far", std::vec::Vec::leak(tool));
 }
 
+/// A development session's policy as `execguard run` writes it under the seal.
+const DEV_ROOTS: &str = "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\nexecutable_roots = [\"/tmp/own\", \"/home/u\"]\n";
+
+/// Programs the session built in its own temp dir and in `/dev/shm`.
+fn shm_and_tmp(s: &mut MemSys) {
+    loader(s);
+    s.dir(b"/dev/shm")
+        .elf(b"/dev/shm/hello")
+        .dir(b"/tmp/own")
+        .elf(b"/tmp/own/hello")
+        .dir(b"/run/user/1001")
+        .elf(b"/run/user/1001/hello");
+}
+
 const ROWS: &[Row] = &[
     Row {
         what: "system ELF",
@@ -187,6 +201,60 @@ const ROWS: &[Row] = &[
         policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\n",
         target: b"/ws/payload",
         argv: &[b"payload"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "development's own temp dir (an executable root) runs what it built",
+        tree: shm_and_tmp,
+        policy: DEV_ROOTS,
+        target: b"/tmp/own/hello",
+        argv: &[b"hello"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "development, /dev/shm: the kernel will refuse it, so the guard says so",
+        tree: shm_and_tmp,
+        policy: DEV_ROOTS,
+        target: b"/dev/shm/hello",
+        argv: &[b"hello"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "development, the runtime dir /run/user/UID: write-only too",
+        tree: shm_and_tmp,
+        policy: DEV_ROOTS,
+        target: b"/run/user/1001/hello",
+        argv: &[b"hello"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "development, the workspace is always an executable root",
+        tree: shm_and_tmp,
+        policy: DEV_ROOTS,
+        target: b"/ws/payload",
+        argv: &[b"payload"],
+        envp: &[],
+        want: Want::Allow,
+    },
+    Row {
+        what: "development, a program in /dev/shm through the loader",
+        tree: shm_and_tmp,
+        policy: DEV_ROOTS,
+        target: b"/usr/lib64/ld-linux-x86-64.so.2",
+        argv: &[b"ld.so", b"/dev/shm/hello"],
+        envp: &[],
+        want: Want::Deny(Reason::MutableNative),
+    },
+    Row {
+        what: "development without executable_roots leaves /dev/shm to the kernel",
+        tree: shm_and_tmp,
+        policy: "version = 1\nworkspace = \"/ws\"\nprofile = \"development\"\n",
+        target: b"/dev/shm/hello",
+        argv: &[b"hello"],
         envp: &[],
         want: Want::Allow,
     },
