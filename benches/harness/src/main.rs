@@ -507,6 +507,10 @@ fn real_main(cli: Cli) -> Result<(), String> {
                             vr[vi].samples_wall.push(s.wall);
                             vr[vi].samples_cpu.push(s.cpu);
                             vr[vi].first_call.extend(s.first);
+                            if let Some((wall, cpu)) = s.session_start {
+                                vr[vi].session_start_wall.push(wall);
+                                vr[vi].session_start_cpu.push(cpu);
+                            }
                         }
                     }
                     Err(e) => {
@@ -581,6 +585,27 @@ fn real_main(cli: Cli) -> Result<(), String> {
         cli.quick,
         cli.metric,
     );
+    for (w, x) in results_w
+        .iter()
+        .flat_map(|w| w.results.iter().map(move |x| (w, x)))
+        .filter(|(_, x)| !x.session_start_wall.is_empty())
+    {
+        eprintln!(
+            "execguard-bench: session start (`execguard run -- /bin/true`, with {}): median wall {:.2} ms, CPU {:.2} ms",
+            w.id,
+            stats::median(&x.session_start_wall),
+            stats::median(&x.session_start_cpu)
+        );
+    }
+    for b in &budget {
+        let measured = b.measured.as_deref().unwrap_or("–");
+        eprintln!(
+            "execguard-bench: budget: {}: {measured}, {} ({})",
+            b.check,
+            b.limit,
+            b.status()
+        );
+    }
 
     let results = Results {
         meta: Meta {
@@ -632,6 +657,78 @@ fn real_main(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// One variant's result in one workload: `None` when not measured, `Err` when skipped or
+/// failed.
+fn variant_of(
+    ws: &[WorkloadResult],
+    id: &str,
+    variant: &str,
+) -> Option<Result<VariantResult, String>> {
+    let w = ws.iter().find(|w| w.id == id)?;
+    if let Some(s) = &w.skipped {
+        return Some(Err(format!("skipped: {s}")));
+    }
+    let r = w.results.iter().find(|r| r.variant == variant)?;
+    Some(match &r.failed {
+        Some(f) => Err(format!("failed: {f}")),
+        None => Ok(r.clone()),
+    })
+}
+
+/// A variant's own share of a workload: its ratio to plain over the lower of the two empty
+/// libraries' ratios, where its share is largest, at most `limit`.
+fn floor_check(
+    ws: &[WorkloadResult],
+    id: &str,
+    title: &str,
+    variant: &str,
+    limit: f64,
+    result: &Option<Result<VariantResult, String>>,
+    qnote: &str,
+) -> BudgetCheck {
+    let floor = ws.iter().find(|w| w.id == id).and_then(|w| {
+        w.results
+            .iter()
+            .filter(|r| r.variant.starts_with("floor") && r.failed.is_none())
+            .filter_map(|r| Some((r, r.ratio_plain?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    });
+    let mut borderline = false;
+    let (measured, met, note) = match (result, floor) {
+        (Some(Ok(r)), Some((fr, f))) => match r.ratio_plain {
+            Some(x) => {
+                let name = &fr.variant;
+                // Paired as against plain: same round, same machine noise.
+                let paired = stats::paired_ratio(&r.samples, &fr.samples);
+                borderline = paired.is_some_and(|(_, lo, hi)| lo <= limit && limit <= hi);
+                (
+                    Some(format!(
+                        "{:.3}x {name}{}",
+                        x / f,
+                        paired
+                            .map(|(_, lo, hi)| format!(" (paired p10–p90 {lo:.3}–{hi:.3})"))
+                            .unwrap_or_default()
+                    )),
+                    Some(x / f <= limit),
+                    format!("{variant} {x:.3}x ÷ {name} {f:.3}x (the lower floor: the {variant}'s share is largest against it).{qnote}"),
+                )
+            }
+            None => (None, None, "no plain baseline".to_string()),
+        },
+        (Some(Err(e)), _) => (None, None, e.clone()),
+        (_, None) => (None, None, "no floor measured".to_string()),
+        (None, _) => (None, None, "not measured".to_string()),
+    };
+    BudgetCheck {
+        check: format!("{title}, {variant} ÷ empty floor"),
+        limit: format!("≤ {limit:.2}x the floor"),
+        measured,
+        met,
+        borderline,
+        note,
+    }
+}
+
 fn budget_checks(
     ws: &[WorkloadResult],
     instr: Option<&instr::InstrReport>,
@@ -662,15 +759,7 @@ fn budget_checks(
         if !has_guard {
             return Some(Err("no --guard in this run.".to_string()));
         }
-        let w = ws.iter().find(|w| w.id == id)?;
-        if let Some(s) = &w.skipped {
-            return Some(Err(format!("skipped: {s}")));
-        }
-        let r = w.results.iter().find(|r| r.variant == "guard")?;
-        Some(match &r.failed {
-            Some(f) => Err(format!("failed: {f}")),
-            None => Ok(r.clone()),
-        })
+        variant_of(ws, id, "guard")
     };
     let plain_of = |id: &str, f: fn(&VariantResult) -> Option<f64>| {
         ws.iter()
@@ -727,51 +816,28 @@ fn budget_checks(
             borderline,
             note: format!("{note}{fl}"),
         });
-        // The guard's own share: against the lower of the two empty libraries' ratios, where
-        // the guard's share is largest.
-        let floor = ws.iter().find(|w| w.id == id).and_then(|w| {
-            w.results
-                .iter()
-                .filter(|r| r.variant.starts_with("floor") && r.failed.is_none())
-                .filter_map(|r| Some((r, r.ratio_plain?)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-        });
-        let mut borderline = false;
-        let (measured, met, note) = match (guard_of(id), floor) {
-            (Some(Ok(r)), Some((fr, f))) => match r.ratio_plain {
-                Some(x) => {
-                    let name = &fr.variant;
-                    // Paired as against plain: same round, same machine noise.
-                    let paired = stats::paired_ratio(&r.samples, &fr.samples);
-                    borderline = paired.is_some_and(|(_, lo, hi)| {
-                        lo <= report::FLOOR_BUDGET && report::FLOOR_BUDGET <= hi
-                    });
-                    (
-                        Some(format!(
-                            "{:.3}x {name}{}",
-                            x / f,
-                            paired
-                                .map(|(_, lo, hi)| format!(" (paired p10–p90 {lo:.3}–{hi:.3})"))
-                                .unwrap_or_default()
-                        )),
-                        Some(x / f <= report::FLOOR_BUDGET),
-                        format!("guard {x:.3}x ÷ {name} {f:.3}x (the lower floor: the guard's share is largest against it).{qnote}"),
-                    )
-                }
-                None => (None, None, "no plain baseline".to_string()),
-            },
-            (Some(Err(e)), _) => (None, None, e),
-            (_, None) => (None, None, "no floor measured".to_string()),
-            (None, _) => (None, None, "not measured".to_string()),
-        };
-        out.push(BudgetCheck {
-            check: format!("{title}, guard ÷ empty floor"),
-            limit: format!("≤ {:.2}x the floor", report::FLOOR_BUDGET),
-            measured,
-            met,
-            borderline,
-            note,
-        });
+        out.push(floor_check(
+            ws,
+            id,
+            &title,
+            "guard",
+            report::FLOOR_BUDGET,
+            &guard_of(id),
+            qnote,
+        ));
+        // Issue 31: `execguard run`'s real session against the same floor.
+        if variants.contains(&"session") {
+            let session = variant_of(ws, id, "session");
+            out.push(floor_check(
+                ws,
+                id,
+                &title,
+                "session",
+                report::SESSION_FLOOR_BUDGET,
+                &session,
+                qnote,
+            ));
+        }
     }
     let instr_note = instr
         .and_then(|i| {

@@ -53,6 +53,12 @@ pub struct VariantResult {
     pub samples_cpu: Vec<f64>,
     /// Driver workloads: the first call in each fresh process, µs.
     pub first_call: Vec<f64>,
+    /// The session variant: `execguard run --workspace W -- /bin/true`, run with every sample
+    /// (which is measured less it), ms.
+    #[serde(default)]
+    pub session_start_wall: Vec<f64>,
+    #[serde(default)]
+    pub session_start_cpu: Vec<f64>,
     pub summary: Option<Summary>,
     pub failed: Option<String>,
     pub notes: Vec<String>,
@@ -80,6 +86,8 @@ impl VariantResult {
             samples_wall: vec![],
             samples_cpu: vec![],
             first_call: vec![],
+            session_start_wall: vec![],
+            session_start_cpu: vec![],
             summary: None,
             failed: None,
             notes: vec![],
@@ -117,6 +125,9 @@ pub const PROCESS_BUDGETS: &[(&str, f64, &str)] = &[
     ("shell_loop", 1.05, "shell loop of /bin/true"),
 ];
 pub const FLOOR_BUDGET: f64 = 1.04;
+/// Issue 31: the same workloads in `execguard run`'s real session (variant `session`), at most
+/// this times the empty floor's ratio.
+pub const SESSION_FLOOR_BUDGET: f64 = 1.05;
 /// A warm allow decision, guard minus plain.
 pub const WARM_ALLOW_BUDGET_US: f64 = 5.0;
 
@@ -137,6 +148,18 @@ pub struct BudgetCheck {
     #[serde(default)]
     pub borderline: bool,
     pub note: String,
+}
+
+impl BudgetCheck {
+    pub fn status(&self) -> &'static str {
+        match (self.met, self.borderline) {
+            (Some(true), false) => "met",
+            (Some(true), true) => "met (borderline)",
+            (Some(false), false) => "NOT met",
+            (Some(false), true) => "NOT met (borderline)",
+            (None, _) => "n/a",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -359,13 +382,7 @@ pub fn markdown(r: &Results) -> String {
         let _ = writeln!(o, "| check | budget | measured | status | how |");
         let _ = writeln!(o, "| --- | --- | --- | --- | --- |");
         for b in &r.budget {
-            let status = match (b.met, b.borderline) {
-                (Some(true), false) => "met",
-                (Some(true), true) => "met (borderline)",
-                (Some(false), false) => "**NOT met**",
-                (Some(false), true) => "**NOT met** (borderline)",
-                (None, _) => "n/a",
-            };
+            let status = b.status().replace("NOT met", "**NOT met**");
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} |",
@@ -539,6 +556,21 @@ pub fn markdown(r: &Results) -> String {
             for n in notes {
                 let _ = writeln!(o, "- `{}`", n.replace('`', "'"));
             }
+        }
+        for x in w
+            .results
+            .iter()
+            .filter(|x| !x.session_start_wall.is_empty())
+        {
+            let _ = writeln!(
+                o,
+                "\nSession start ({}: `execguard run --workspace W -- /bin/true`, run with every \
+                 sample, which is measured less it): median wall {} ms, CPU {} ms, {} runs.",
+                x.variant,
+                num(crate::stats::median(&x.session_start_wall)),
+                num(crate::stats::median(&x.session_start_cpu)),
+                x.session_start_wall.len()
+            );
         }
         if w.unit == Unit::MicrosPerOp {
             let firsts: Vec<String> = w

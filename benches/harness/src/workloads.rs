@@ -105,6 +105,9 @@ pub struct Sample {
     pub cpu: f64,
     /// For driver workloads: the first op in the process (cold call), wall µs.
     pub first: Option<f64>,
+    /// The session variant: the start of the session the sample is measured less, wall and
+    /// CPU ms (`execguard run --workspace W -- /bin/true`).
+    pub session_start: Option<(f64, f64)>,
     /// First line of anything the run printed on stderr (a guard's messages).
     pub note: Option<String>,
 }
@@ -211,6 +214,7 @@ impl Workload {
                     wall: total.as_secs_f64() * 1e3,
                     cpu: cpu.as_secs_f64() * 1e3,
                     first: None,
+                    session_start: None,
                     note: last_note,
                 });
             }
@@ -246,6 +250,7 @@ impl Workload {
                     wall: crate::stats::median(&wall) / 1e3,
                     cpu: crate::stats::median(&cpu) / 1e3,
                     first: Some(ops[0].0 / 1e3),
+                    session_start: None,
                     note,
                 })
             }
@@ -253,6 +258,7 @@ impl Workload {
                 wall: out.wall.as_secs_f64() * 1e3,
                 cpu: out.cpu.as_secs_f64() * 1e3,
                 first: None,
+                session_start: None,
                 note,
             }),
         }
@@ -311,6 +317,10 @@ impl Workload {
             wall: (full.wall.as_secs_f64() - empty.wall.as_secs_f64()) * 1e3,
             cpu: (full.cpu.as_secs_f64() - empty.cpu.as_secs_f64()) * 1e3,
             first: None,
+            session_start: Some((
+                empty.wall.as_secs_f64() * 1e3,
+                empty.cpu.as_secs_f64() * 1e3,
+            )),
             note: note(&full.stderr),
         })
     }
