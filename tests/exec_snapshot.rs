@@ -31,17 +31,24 @@ fn chain(f: &Fixture) -> PathBuf {
     out
 }
 
-/// Runs `cmd` (program and arguments) as `who` under `strace -f`; returns the trace's lines.
-fn traced(f: &Fixture, who: &Identity, cmd: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+/// The calls that name a file.
+const NAMING: &str = "trace=execve,open,openat,openat2,stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat";
+
+/// Runs `cmd` (program and arguments) as `who` under `strace -f -e TRACE`; returns the trace's
+/// lines.
+fn traced(
+    f: &Fixture,
+    who: &Identity,
+    trace: &str,
+    cmd: &[&str],
+    env: &[(&str, &str)],
+) -> Vec<String> {
     let out = f.base.join(format!("trace-{}", who.uid()));
     let mut c = f.plain("strace");
     who.apply(&mut c);
     c.args(["-f", "-qq", "-s", "4096", "-o"])
         .arg(&out)
-        .args([
-            "-e",
-            "trace=execve,open,openat,openat2,stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat",
-        ])
+        .args(["-e", trace])
         .args(cmd);
     for (k, v) in env {
         c.env(k, v);
@@ -84,6 +91,30 @@ fn hops(trace: &[String], program: &str) -> Vec<Vec<String>> {
         // The first quoted argument is the path (an empty one is a call on a descriptor).
         if let Some(path) = call.split('"').nth(1).filter(|p| !p.is_empty()) {
             hop.push(format!("{} {path}", call.split('(').next().unwrap_or("")));
+        }
+    }
+    hops
+}
+
+/// How many system calls each hop makes: those of the process that execs `program`, from
+/// one successful exec of it to the next (the last image, which execs nothing, left out).
+fn calls_per_hop(trace: &[String], program: &str) -> Vec<usize> {
+    let exec = format!("execve(\"{program}\"");
+    let (mut hops, mut current, mut pid) = (Vec::new(), None, None);
+    for line in trace {
+        let Some((who, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let call = call.trim_start();
+        if call.starts_with(&exec) && line.ends_with("= 0") {
+            pid.get_or_insert(who.to_string());
+            hops.extend(current.replace(0));
+            continue;
+        }
+        // A call another process's output cut in two is counted at its start.
+        let a_call = call.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+        if let (Some(n), true) = (current.as_mut(), pid.as_deref() == Some(who) && a_call) {
+            *n += 1;
         }
     }
     hops
@@ -153,7 +184,7 @@ fn a_sealed_process_asks_nothing_the_snapshot_answers() {
             s(&chain),
             &n,
         ];
-        let sealed = hops(&traced(&f, &who, &cmd, &[]), s(&chain));
+        let sealed = hops(&traced(&f, &who, NAMING, &cmd, &[]), s(&chain));
         assert_eq!(sealed.len(), HOPS, "{}: {sealed:?}", who.label());
         for (i, hop) in sealed.iter().enumerate() {
             let unexpected: Vec<_> = hop.iter().filter(|c| !expected(c)).collect();
@@ -193,7 +224,7 @@ fn a_sealed_process_asks_nothing_the_snapshot_answers() {
             ("LD_PRELOAD", lib.as_str()),
             ("EXECGUARD_POLICY", without.as_str()),
         ];
-        let control = hops(&traced(&f, &who, &[s(&chain), &n], &env), s(&chain));
+        let control = hops(&traced(&f, &who, NAMING, &[s(&chain), &n], &env), s(&chain));
         assert_eq!(control.len(), HOPS, "{}: {control:?}", who.label());
         for hop in &control {
             for p in &asked_paths {
@@ -204,5 +235,60 @@ fn a_sealed_process_asks_nothing_the_snapshot_answers() {
                 );
             }
         }
+    }
+}
+
+/// Issue 31's budget, counted: a hop of a chain in a sealed session makes at most 8 system
+/// calls more than the same hop under the empty preload floor (which costs what any preload
+/// costs: the loader maps one more library). As root and as a non-root user.
+#[test]
+fn a_sealed_hop_makes_at_most_eight_calls_more_than_the_floor() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        skip("strace is not installed (scripts/test installs it)");
+        return;
+    }
+    for who in identities() {
+        let f = Fixture::for_user("exec-snapshot-count", who);
+        who.own(&f.ws);
+        who.own(&f.base);
+        let chain = chain(&f);
+        let n = HOPS.to_string();
+        let floor = s(support::floor_lib()).to_string();
+        let floor_hops = calls_per_hop(
+            &traced(
+                &f,
+                &who,
+                "trace=all",
+                &[s(&chain), &n],
+                &[("LD_PRELOAD", &floor)],
+            ),
+            s(&chain),
+        );
+        let cli = s(&tools().cli).to_string();
+        let cmd = [
+            cli.as_str(),
+            "run",
+            "--workspace",
+            s(&f.ws),
+            "--audit",
+            s(&f.audit),
+            "--",
+            s(&chain),
+            &n,
+        ];
+        let sealed = calls_per_hop(&traced(&f, &who, "trace=all", &cmd, &[]), s(&chain));
+        assert_eq!(
+            floor_hops.len(),
+            HOPS,
+            "{}: floor {floor_hops:?}",
+            who.label()
+        );
+        assert_eq!(sealed.len(), HOPS, "{}: sealed {sealed:?}", who.label());
+        let most = floor_hops.iter().max().unwrap() + 8;
+        assert!(
+            sealed.iter().all(|&n| n <= most),
+            "{}: calls per hop in the session {sealed:?}, the floor's {floor_hops:?}: over the floor + 8",
+            who.label()
+        );
     }
 }

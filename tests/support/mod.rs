@@ -83,6 +83,14 @@ fn build_guard() -> PathBuf {
     build_guard_as("debug", &[])
 }
 
+/// The empty preload floor (`benches/floor`, debug build): what any preload costs a process,
+/// for counts that compare the guard's with it.
+#[allow(dead_code)] // not every test binary uses it
+pub fn floor_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| build_cdylib(("execguard-bench-floor", "floor_rust"), "debug", &[]))
+}
+
 /// The guard library as it ships (release profile), for what depends on code generation: the
 /// stack a hook needs.
 #[allow(dead_code)] // not every test binary uses it
@@ -103,9 +111,14 @@ pub fn release_lib_with_symbols() -> &'static Path {
 }
 
 fn build_guard_as(profile: &str, extra: &[&str]) -> PathBuf {
+    build_cdylib(("execguard-preload", "execguard"), profile, extra)
+}
+
+/// Builds the cdylib of `package` (its library target `name`, `lib<name>.so`).
+fn build_cdylib((package, name): (&str, &str), profile: &str, extra: &[&str]) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let out = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "execguard-preload"])
+        .args(["build", "--quiet", "-p", package])
         .args((profile == "release").then_some("--release"))
         .args(extra)
         .arg("--message-format=json")
@@ -113,24 +126,21 @@ fn build_guard_as(profile: &str, extra: &[&str]) -> PathBuf {
         .arg(&manifest)
         .stderr(Stdio::inherit())
         .output()
-        .expect("cannot run cargo to build execguard-preload");
-    assert!(
-        out.status.success(),
-        "cargo build -p execguard-preload -p execguard-wrappers failed"
-    );
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {package}: {e}"));
+    assert!(out.status.success(), "cargo build -p {package} failed");
     let mut found = None;
     for line in out.stdout.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
         let v: serde_json::Value = serde_json::from_slice(line).unwrap();
-        if v["reason"] == "compiler-artifact" && v["target"]["name"] == "execguard" {
+        if v["reason"] == "compiler-artifact" && v["target"]["name"] == name {
             for f in v["filenames"].as_array().unwrap() {
                 let f = f.as_str().unwrap();
-                if f.ends_with("/libexecguard.so") {
+                if f.ends_with(&format!("/lib{name}.so")) {
                     found = Some(PathBuf::from(f));
                 }
             }
         }
     }
-    let lib = found.expect("cargo built no libexecguard.so");
+    let lib = found.unwrap_or_else(|| panic!("cargo built no lib{name}.so"));
     assert!(
         lib.components().any(|c| c.as_os_str() == profile),
         "{} is not the {profile} build",
