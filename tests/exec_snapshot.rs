@@ -120,6 +120,24 @@ fn calls_per_hop(trace: &[String], program: &str) -> Vec<usize> {
     hops
 }
 
+/// The chain of `HOPS` hops in a sealed session of the fixture's workspace.
+fn in_session<'f>(f: &'f Fixture, chain: &'f Path) -> [&'f str; 9] {
+    static N: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let n = N.get_or_init(|| HOPS.to_string());
+    let cli = s(&tools().cli);
+    [
+        cli,
+        "run",
+        "--workspace",
+        s(&f.ws),
+        "--audit",
+        s(&f.audit),
+        "--",
+        s(chain),
+        n,
+    ]
+}
+
 /// The session's policy, as its first process received it.
 fn session_policy(f: &Fixture, who: &Identity) -> String {
     let mut c = f.plain(&tools().cli);
@@ -172,19 +190,10 @@ fn a_sealed_process_asks_nothing_the_snapshot_answers() {
         };
 
         let n = HOPS.to_string();
-        let cli = s(&tools().cli).to_string();
-        let cmd = [
-            cli.as_str(),
-            "run",
-            "--workspace",
-            s(&f.ws),
-            "--audit",
-            s(&f.audit),
-            "--",
+        let sealed = hops(
+            &traced(&f, &who, NAMING, &in_session(&f, &chain), &[]),
             s(&chain),
-            &n,
-        ];
-        let sealed = hops(&traced(&f, &who, NAMING, &cmd, &[]), s(&chain));
+        );
         assert_eq!(sealed.len(), HOPS, "{}: {sealed:?}", who.label());
         for (i, hop) in sealed.iter().enumerate() {
             let unexpected: Vec<_> = hop.iter().filter(|c| !expected(c)).collect();
@@ -264,19 +273,10 @@ fn a_sealed_hop_makes_at_most_eight_calls_more_than_the_floor() {
             ),
             s(&chain),
         );
-        let cli = s(&tools().cli).to_string();
-        let cmd = [
-            cli.as_str(),
-            "run",
-            "--workspace",
-            s(&f.ws),
-            "--audit",
-            s(&f.audit),
-            "--",
+        let sealed = calls_per_hop(
+            &traced(&f, &who, "trace=all", &in_session(&f, &chain), &[]),
             s(&chain),
-            &n,
-        ];
-        let sealed = calls_per_hop(&traced(&f, &who, "trace=all", &cmd, &[]), s(&chain));
+        );
         assert_eq!(
             floor_hops.len(),
             HOPS,
