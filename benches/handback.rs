@@ -1,7 +1,10 @@
 //! Criterion bench of the repository hand-back (docs/handback.md): a workspace repository of
 //! 10,000 files with 3 nested repositories, recorded once; measured: the end-of-session hand-back
 //! of a session that changed nothing (every control file read and compared, every directory
-//! walked), and the record at the start. Budget: the hand-back at most 50 ms.
+//! walked), and the record at the start. Budget: the hand-back at most 50 ms. And the end's
+//! sweep (`privileges::Sweep`, which disarms native files, `native_left`) of the same
+//! workspace: after a session that changed nothing, and after one that wrote every file, 100
+//! of them ELF programs (`target/`) and 100 shared objects (a venv's `.so`).
 //!
 //! Run: `cargo bench --bench handback` (figures in docs/handback.md).
 
@@ -52,5 +55,62 @@ fn handback(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, handback);
+fn native_sweep(c: &mut Criterion) {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = tempfile::tempdir().unwrap();
+    let ws = scratch.path().canonicalize().unwrap().join("ws");
+    for d in 0..100 {
+        let dir = ws.join(format!("src/d{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..100 {
+            std::fs::write(dir.join(format!("f{f:03}.py")), b"X = 1\n").unwrap();
+        }
+    }
+    let elf = std::fs::read("/bin/true").unwrap();
+    let native: Vec<std::path::PathBuf> = (0..200)
+        .map(|i| {
+            let p = if i < 100 {
+                ws.join(format!("src/d{:03}/app{i}", i % 100))
+            } else {
+                ws.join(format!(
+                    "src/d{:03}/m{i}.cpython-311-x86_64-linux-gnu.so",
+                    i % 100
+                ))
+            };
+            std::fs::write(&p, &elf).unwrap();
+            p
+        })
+        .collect();
+    let rearm = || {
+        let _ = std::fs::remove_dir_all(ws.join(".execguard-quarantine"));
+        for p in &native {
+            let mut off = p.as_os_str().to_os_string();
+            off.push(".execguard-off");
+            let _ = std::fs::rename(&off, p);
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    };
+    let sweep = |since: i64| execguard_session::privileges::Sweep {
+        since,
+        ..execguard_session::privileges::Sweep::starting_now(
+            (vec![ws.clone()], vec![]),
+            Some(ws.clone()),
+            None,
+        )
+    };
+    let unchanged = sweep(i64::MAX);
+    c.bench_function("sweep: 10,000 files, none changed", |b| {
+        b.iter(|| assert!(unchanged.run().disarmed.is_empty()))
+    });
+    let all = sweep(0);
+    c.bench_function("sweep: 10,000 files written, 200 native disarmed", |b| {
+        b.iter_batched(
+            rearm,
+            |()| assert_eq!(all.run().disarmed.len(), 200),
+            criterion::BatchSize::PerIteration,
+        )
+    });
+}
+
+criterion_group!(benches, handback, native_sweep);
 criterion_main!(benches);

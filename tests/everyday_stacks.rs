@@ -57,21 +57,7 @@ fn stacks() -> Vec<Stack> {
         Stack {
             name: "cargo-build-rs",
             needs: "/usr/bin/cargo",
-            files: &[
-                (
-                    "Cargo.toml",
-                    // Its own workspace (the test's directory lies inside execguard's).
-                    "[package]\nname = \"bs\"\nversion = \"0.1.0\"\nedition = \"2018\"\n\n[workspace]\n",
-                ),
-                (
-                    "build.rs",
-                    "fn main() { println!(\"cargo:rustc-env=BUILT_BY=build.rs\"); }\n",
-                ),
-                (
-                    "src/main.rs",
-                    "fn main() { println!(\"built by {}\", env!(\"BUILT_BY\")); }\n",
-                ),
-            ],
+            files: &support::CARGO_WITH_BUILD_RS,
             // Captured: cargo keeps the build script's and rustc's stderr to itself.
             script: "/usr/bin/cargo run --offline -q 2>cargo.err || { cat cargo.err | sed s/^/cargo.err:/ >&2; exit 1; }",
             works: "built by build.rs",

@@ -105,14 +105,19 @@ impl Case {
 
     /// [`Case::session_command`] with more options for `execguard run`.
     fn session_command_with(&self, options: &[&std::ffi::OsStr], script: &str) -> Command {
+        self.session_in(&self.ws, options, script)
+    }
+
+    /// [`Case::session_command_with`] in the workspace `ws`.
+    fn session_in(&self, ws: &Path, options: &[&std::ffi::OsStr], script: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_execguard"));
         self.who.apply(&mut c);
         c.arg("run")
             .args(options)
             .args(["--profile", self.profile, "--workspace"])
-            .arg(&self.ws)
+            .arg(ws)
             .args(["--", "/bin/sh", "-c", script])
-            .current_dir(&self.ws)
+            .current_dir(ws)
             .env("HOME", &self.home)
             .env("MARK", self.marker())
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -129,6 +134,20 @@ impl Case {
             self.label()
         );
         err
+    }
+
+    /// The operator's `./REL ARGS` in the workspace, outside any session: "Permission denied".
+    fn assert_refused_outside(&self, rel: &str, args: &[&std::ffi::OsStr]) {
+        let out = self
+            .as_operator(self.ws.join(rel).to_str().unwrap(), &self.ws)
+            .args(args)
+            .output();
+        assert_eq!(
+            out.as_ref().map_err(std::io::Error::kind).err(),
+            Some(std::io::ErrorKind::PermissionDenied),
+            "[{}] the operator's ./{rel} ran: {out:?}",
+            self.label()
+        );
     }
 
     fn assert_nothing_ran(&self, what: &str, err: &str) {
@@ -594,4 +613,177 @@ fn a_repository_anywhere_in_the_write_set_is_handed_back() {
         );
         let _ = std::fs::remove_dir_all(&tmp);
     });
+}
+
+/// A lasting root that holds the workspace (a shared `$HOME`, `--allow-shared-home`, with the
+/// workspace inside it): the repositories the session could write there are handed back too,
+/// and the workspace is walked once (a second walk would take its repositories' locks again
+/// and wait for itself). The session plants a hook in a repository of `$HOME` beside the
+/// workspace and one in the workspace's; the operator's commit in each runs neither.
+#[test]
+fn a_repository_in_a_shared_home_that_holds_the_workspace_is_handed_back() {
+    each_case("shared-home", |c| {
+        let ws = c.home.join("proj");
+        let dots = c.home.join("dots");
+        c.repo(&ws);
+        c.repo(&dots);
+        let plant = |hook: &Path| format!("{HOOK} > {h} && chmod +x {h}", h = hook.display());
+        let (in_home, in_ws) = (
+            dots.join(".git/hooks/pre-commit"),
+            ws.join(".git/hooks/pre-commit"),
+        );
+        let script = format!("{} && {} && echo planted", plant(&in_home), plant(&in_ws));
+        c.who.own(&c.base);
+        let out = c
+            .session_in(&ws, &["--allow-shared-home".as_ref()], &script)
+            .output()
+            .unwrap();
+        let err = c.planted(&out);
+        for hook in [&in_home, &in_ws] {
+            assert_eq!(
+                err.matches(hook.to_str().unwrap()).count(),
+                1,
+                "[{}] {} not handed back once: {err}",
+                c.label(),
+                hook.display()
+            );
+        }
+        for repo in [&dots, &ws] {
+            c.git_ok(repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        }
+        c.assert_nothing_ran("git commit in $HOME and in the workspace", &err);
+    });
+}
+
+/// The Python extension suffix of this machine's `python3` (`.cpython-311-x86_64-linux-gnu.so`).
+fn extension_suffix() -> String {
+    let out = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import importlib.machinery as m; print(m.EXTENSION_SUFFIXES[0])",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A shared object that writes `mark` when the loader maps it (its constructor), built with
+/// `cc` outside the session: the wheel's `.so` the session "downloads".
+fn marking_shared_object(c: &Case, mark: &Path) -> PathBuf {
+    let src = c.base.join("payload.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void m(void) {{ close(open(\"{}\", O_CREAT | O_WRONLY, 0644)); }}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let so = c.base.join("payload.so");
+    let st = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc");
+    c.who.own(&c.base);
+    so
+}
+
+/// The open attacker finding of issue 29: native code the session downloads or builds into
+/// the workspace (an ELF program in `target/debug`, a wheel's `.so` in a venv) runs or is
+/// loaded at the operator's next ordinary command outside any session. After the session the
+/// operator's `./target/debug/app` gets "Permission denied" and `python3 -c 'import orjson'`
+/// loads nothing of it; the notice says so. The next session in the same workspace finds both
+/// as they were (development runs them), and after it they are off again.
+#[test]
+fn native_files_the_session_left_do_not_run_outside_and_come_back_for_the_next_session() {
+    each_case("native", |c| {
+        std::fs::create_dir_all(&c.ws).unwrap();
+        let payload = marking_shared_object(c, &c.marker());
+        let so = format!("venv/lib/orjson{}", extension_suffix());
+        let script = format!(
+            "mkdir -p target/debug venv/lib && cp /usr/bin/touch target/debug/app && \
+             cp '{}' '{so}' && echo planted",
+            payload.display()
+        );
+        let err = c.planted(&c.session(&script));
+        assert!(
+            err.contains("native_left: 2 native file(s)") && err.contains("target/debug/app"),
+            "[{}] no notice of the native files: {err}",
+            c.label()
+        );
+        let outside = |c: &Case| {
+            c.assert_refused_outside("target/debug/app", &[c.marker().as_os_str()]);
+            let _ = c
+                .as_operator("/usr/bin/python3", &c.ws)
+                .args([
+                    "-c",
+                    "import sys; sys.path.insert(0, 'venv/lib'); import orjson",
+                ])
+                .output()
+                .unwrap();
+        };
+        outside(c);
+        c.assert_nothing_ran("./target/debug/app or python3 -c 'import orjson'", &err);
+        // The next session in this workspace: both as they were; development runs them.
+        let ran = c.ws.join("ran-inside");
+        let again = format!(
+            // `stat`, not `test -x`: strict's guard answers `access(X_OK)` for native code
+            // the session may not run.
+            "[ $(stat -c %a target/debug/app) = 755 ] && test -f '{so}' && echo armed; \
+             if [ {dev} = development ]; then ./target/debug/app '{ran}'; fi; echo planted",
+            dev = c.profile,
+            ran = ran.display()
+        );
+        // Not `c.session`: its `chown -R` would change every file's status change time, as
+        // any change by the operator does, and a changed file is not put back.
+        let out = c.session_command(&again).output().unwrap();
+        let err2 = c.planted(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("armed"),
+            "[{}] the next session did not find its native files as they were: {err2}",
+            c.label()
+        );
+        if c.profile == "development" {
+            assert!(ran.exists(), "[{}] {err2}", c.label());
+        }
+        outside(c);
+        c.assert_nothing_ran("the operator's command after the second session", &err2);
+    });
+}
+
+/// Development's build loop across sessions: `cargo build` of a crate with a `build.rs` in one
+/// session, then in the next `cargo build` is fresh (nothing compiled again: the build
+/// script's and the program's execute bits came back) and the program runs; outside, after
+/// each session, the program is "Permission denied".
+#[test]
+fn a_cargo_build_with_build_rs_stays_fresh_across_development_sessions() {
+    for who in identities() {
+        let c = Case::new(who, "cargo", "development");
+        std::fs::create_dir_all(c.ws.join("src")).unwrap();
+        for (name, text) in support::CARGO_WITH_BUILD_RS {
+            std::fs::write(c.ws.join(name), text).unwrap();
+        }
+        // No file written into the package: cargo would see the package changed and build again.
+        let build = "/usr/bin/cargo build --offline && ./target/debug/bs && echo planted";
+        let first = c.session(build);
+        let err = c.planted(&first);
+        assert!(err.contains("Compiling bs"), "[{}] {err}", c.label());
+        c.assert_refused_outside("target/debug/bs", &[]);
+        // Not `c.session`: its `chown -R` changes every file (see above).
+        let second = c.session_command(build).output().unwrap();
+        let err2 = c.planted(&second);
+        assert!(
+            !err2.contains("Compiling bs"),
+            "[{}] the second session built again: {err2}",
+            c.label()
+        );
+        assert!(
+            String::from_utf8_lossy(&second.stdout).contains("built by build.rs"),
+            "[{}] {err2}",
+            c.label()
+        );
+    }
 }

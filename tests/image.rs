@@ -147,6 +147,22 @@ fn sh(ws: &Workspace, script: &str) -> Output {
         .unwrap()
 }
 
+/// [`sh`] under `profile`.
+fn profile_sh(ws: &Workspace, profile: &str, script: &str) -> Output {
+    image_run(ws)
+        .args([
+            "--profile",
+            profile,
+            "--arbitrary-command",
+            "--",
+            "bash",
+            "-c",
+            script,
+        ])
+        .output()
+        .unwrap()
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -803,18 +819,7 @@ echo "want={profile}"
 
 fn work(profile: &str) -> (Workspace, String) {
     let ws = Workspace::new(&format!("work-{profile}"));
-    let out = image_run(&ws)
-        .args([
-            "--profile",
-            profile,
-            "--arbitrary-command",
-            "--",
-            "bash",
-            "-c",
-        ])
-        .arg(work_script(profile))
-        .output()
-        .unwrap();
+    let out = profile_sh(&ws, profile, &work_script(profile));
     let text = ok(&out);
     (ws, text)
 }
@@ -1049,8 +1054,13 @@ try git git --version
 /// The operator's plain git on the host, in the workspace the container used (root here:
 /// `safe.directory` lets it read the session user's repository; hooks run as the operator).
 fn host_git(ws: &Workspace, args: &[&str]) -> Output {
+    host_git_in(ws, &ws.0, args)
+}
+
+/// [`host_git`] in `dir` of the workspace (a nested repository).
+fn host_git_in(ws: &Workspace, dir: &Path, args: &[&str]) -> Output {
     Command::new("/usr/bin/git")
-        .current_dir(&ws.0)
+        .current_dir(dir)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &ws.0)
@@ -1070,11 +1080,14 @@ fn host_git(ws: &Workspace, args: &[&str]) -> Output {
 }
 
 /// Issue 29 in the image: its PID 1 hands the workspace back in every profile. The session
-/// plants a hook, a push URL to a bare repository it made (with a `pre-receive` hook) and a
-/// conflicted rebase's todo with an `exec` line, and leaves a setuid/setgid copy of a program
-/// (issue 28); afterwards the operator's `git commit`, `git push` and `git rebase --continue`
-/// on the host run none of it, and the bits are gone. Each plant writes `PWNED` in the
-/// workspace when it runs.
+/// plants a hook, push URLs to bare repositories it made (with a `pre-receive` hook; one in
+/// the workspace, one outside it in its home), a conflicted rebase's todo with an `exec` line,
+/// leaves a setuid/setgid copy of a program (issue 28) and native files (an ELF program, a
+/// shared object); afterwards the operator's `git commit`, `git push` and `git rebase
+/// --continue` on the host run none of it, the push URLs and the bits are gone, and the
+/// native files do not run on the host; the next container on the workspace finds them as
+/// they were (development runs the program). Each plant writes `PWNED` in the workspace when
+/// it runs.
 #[test]
 fn the_images_pid_1_hands_the_workspace_back_in_every_profile() {
     if !docker_ready() {
@@ -1094,6 +1107,21 @@ fn the_images_pid_1_hands_the_workspace_back_in_every_profile() {
             let o = host_git(&ws, args);
             assert!(o.status.success(), "{args:?}: {}", text(&o).1);
         }
+        // Nested repositories (item 5), two of them for the redirections (item 4), and a
+        // module whose cache the session plants (item 7).
+        for sub in ["vendor/lib", "vendor/two", "vendor/three"] {
+            let d = ws.0.join(sub);
+            std::fs::create_dir_all(&d).unwrap();
+            for args in [
+                &["init", "-q", "-b", "main"][..],
+                &["commit", "-q", "--allow-empty", "-m", "one"],
+            ] {
+                let o = host_git_in(&ws, &d, args);
+                assert!(o.status.success(), "{sub} {args:?}: {}", text(&o).1);
+            }
+        }
+        ws.write("util.py", "X = 1\n");
+        ws.write("app.py", "import util\n");
         let (u, g) = session_user();
         let chown = Command::new("chown")
             .args(["-R", &format!("{u}:{g}")])
@@ -1116,42 +1144,61 @@ git rev-parse HEAD > .git/rebase-merge/onto
 echo refs/heads/main > .git/rebase-merge/head-name
 touch .git/rebase-merge/interactive
 cp /bin/true /workspace/left-setgid && chmod 2755 /workspace/left-setgid && test -g /workspace/left-setgid
+git init -q --bare "$HOME/.cache/out.git"
+printf '#!/bin/sh\ntouch /workspace/PWNED\n' > "$HOME/.cache/out.git/hooks/pre-receive" && chmod +x "$HOME/.cache/out.git/hooks/pre-receive"
+git remote set-url --add --push origin "$HOME/.cache/out.git"
+git config --get-all remote.origin.pushurl | grep -q out.git
+printf '#!/bin/sh\ntouch /workspace/PWNED\n' > vendor/lib/.git/hooks/pre-commit && chmod +x vendor/lib/.git/hooks/pre-commit
+cp -r vendor/two/.git "$HOME/copy.git" && echo "$HOME/copy.git" > vendor/two/.git/commondir
+mv vendor/three/.git "$HOME/moved.git" && echo "gitdir: $HOME/moved.git" > vendor/three/.git
+python3 - <<'PY'
+import importlib.util, importlib._bootstrap_external as b, os
+os.chdir('/workspace')
+st = os.stat('util.py')
+code = compile('open("/workspace/PWNED", "w").close()\nX = 1\n', 'util.py', 'exec')
+p = importlib.util.cache_from_source('util.py')
+os.makedirs(os.path.dirname(p), exist_ok=True)
+open(p, 'wb').write(b._code_to_timestamp_pyc(code, int(st.st_mtime), st.st_size))
+PY
+mkdir -p target/debug venv
+cp /bin/true target/debug/app && chmod 755 target/debug/app && cp "$(ls /lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libc.so.6 2>/dev/null | head -n1)" venv/m.so
 echo planted"#;
-        let out = image_run(&ws)
-            .args([
-                "--profile",
-                profile,
-                "--arbitrary-command",
-                "--",
-                "bash",
-                "-c",
-            ])
-            .arg(script)
-            .output()
-            .unwrap();
+        let out = profile_sh(&ws, profile, script);
         let (stdout, stderr) = text(&out);
         assert!(
             stdout.contains("planted"),
             "{profile}: the session did not plant\n{stdout}\n{stderr}"
         );
         // One notice line names each file handed back: the hook, the sequencer's state, the
-        // hook of the repository the session made. (The push URL to that repository stays in
-        // `.git/config` in the image, unlike on the host: its hook is gone, so the push runs
-        // nothing, but the URL is not undone; open.)
-        let notice = stderr
-            .lines()
-            .find(|l| l.contains("quarantined"))
-            .unwrap_or_else(|| panic!("{profile}: no hand-back notice\n{stderr}"));
+        // hook of the repository the session made in the workspace, and the config with the
+        // push URLs (issue 29 item 1: one names a repository the session made outside
+        // `/workspace`, in its home).
+        assert!(
+            stderr.contains("execguard: quarantined "),
+            "{profile}: no hand-back notice\n{stderr}"
+        );
         for planted in [
-            "/workspace/.git/hooks/pre-commit",
-            "/workspace/.git/rebase-merge",
-            "/workspace/up.git/hooks/pre-receive",
+            ".git/hooks/pre-commit",
+            ".git/rebase-merge/git-rebase-todo",
+            "up.git/hooks/pre-receive",
+            "vendor/lib/.git/hooks/pre-commit",
+            "vendor/two/.git/commondir",
         ] {
             assert!(
-                notice.contains(planted),
+                !ws.0.join(planted).exists(),
                 "{profile}: {planted} not handed back\n{stderr}"
             );
         }
+        assert!(
+            std::fs::symlink_metadata(ws.0.join("vendor/three/.git")).is_err(),
+            "{profile}: the gitdir: file leading out of the workspace stays\n{stderr}"
+        );
+        let pycache: Vec<_> = std::fs::read_dir(ws.0.join("__pycache__"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        assert!(pycache.is_empty(), "{profile}: {pycache:?}\n{stderr}");
         assert!(
             stderr.contains("capabilities the session left on /workspace/left-setgid"),
             "{profile}: {stderr}"
@@ -1167,9 +1214,59 @@ echo planted"#;
         assert!(commit.status.success(), "{profile}: {}", text(&commit).1);
         let _ = host_git(&ws, &["push", "-q", "origin", "main"]);
         let _ = host_git(&ws, &["rebase", "--continue"]);
+        let _ = host_git_in(
+            &ws,
+            &ws.0.join("vendor/lib"),
+            &["commit", "-q", "--allow-empty", "-m", "two"],
+        );
+        let _ = Command::new("/usr/bin/python3")
+            .current_dir(&ws.0)
+            .arg("app.py")
+            .output();
         assert!(
             !ws.0.join("PWNED").exists(),
             "{profile}: the operator's git ran what the session wrote\n{stderr}"
+        );
+        let config = std::fs::read_to_string(ws.0.join(".git/config")).unwrap();
+        assert!(
+            !config.contains("out.git") && !config.contains("up.git"),
+            "{profile}: a push URL the session added stays:\n{config}\n{stderr}"
+        );
+        // The native files the session left in the bind-mounted workspace (the program, the
+        // shared object, and the setgid copy of `true`) do not run on the host; the next
+        // container on the workspace finds them as they were.
+        assert!(
+            stderr.contains("native_left: 3 native file(s)"),
+            "{profile}: {stderr}"
+        );
+        let app = Command::new(ws.0.join("target/debug/app")).output();
+        assert_eq!(
+            app.as_ref().map_err(std::io::Error::kind).err(),
+            Some(std::io::ErrorKind::PermissionDenied),
+            "{profile}: the operator's ./target/debug/app ran: {app:?}"
+        );
+        assert!(
+            !ws.0.join("venv/m.so").exists() && ws.0.join("venv/m.so.execguard-off").exists(),
+            "{profile}: the shared object is still loadable by its name"
+        );
+        // Strict refuses to run it (`mutable_native`): only development prints `ran`.
+        let next = profile_sh(
+            &ws,
+            profile,
+            "stat -c mode=%a /workspace/target/debug/app; test -f /workspace/venv/m.so && echo so=back; \
+             /workspace/target/debug/app && echo ran=yes; true",
+        );
+        let (out2, err2) = text(&next);
+        assert_eq!(field(&out2, "mode"), "755", "{profile}: {out2}\n{err2}");
+        assert_eq!(field(&out2, "so"), "back", "{profile}: {out2}\n{err2}");
+        if profile == "development" {
+            assert_eq!(field(&out2, "ran"), "yes", "{profile}: {out2}\n{err2}");
+        }
+        let app = Command::new(ws.0.join("target/debug/app")).output();
+        assert_eq!(
+            app.as_ref().map_err(std::io::Error::kind).err(),
+            Some(std::io::ErrorKind::PermissionDenied),
+            "{profile}: after the next container: {app:?}"
         );
     }
 }

@@ -292,7 +292,8 @@ fn prepare(
 /// and file capabilities at its end.
 fn record_privileges(paths: &Paths) -> execguard_session::privileges::Sweep {
     let log = crate::audit::policy_log(paths).map(|(log, _)| log);
-    execguard_session::privileges::Sweep::starting_now(lasting_roots(paths), log)
+    let workspace = paths.workspace.canonicalize().ok();
+    execguard_session::privileges::Sweep::starting_now(lasting_roots(paths), workspace, log)
 }
 
 /// What outlives the session in the image's write set: its mutable roots (the image makes no

@@ -36,13 +36,14 @@ pub struct RecordError {
 /// The roots of `lasting` (what outlives the session in its write set,
 /// [`crate::privileges::lasting_roots`]) handed back besides the workspace: directories only,
 /// not the exec dirs (read-only in the session), the outermost of nested ones, and none that
-/// holds the workspace or lies in it (its repositories are the workspace's record: recorded
-/// twice, the second lock would wait for the first).
+/// lies in the workspace (its repositories are the workspace's record: recorded twice, the
+/// second lock would wait for the first). A root that holds the workspace (a shared `$HOME`)
+/// is one: [`record`] walks it without the workspace.
 pub fn other_roots(workspace: &Path, lasting: &[PathBuf], exec_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = lasting
         .iter()
         .filter(|r| r.is_dir())
-        .filter(|r| !r.starts_with(workspace) && !workspace.starts_with(r))
+        .filter(|r| !r.starts_with(workspace))
         .filter(|r| !exec_dirs.iter().any(|d| r.starts_with(d)))
         .cloned()
         .collect();
@@ -77,7 +78,12 @@ pub fn record(
     };
     // Each root in one order for every session, the workspace first.
     for root in std::iter::once(workspace).chain(others.iter().map(PathBuf::as_path)) {
-        match Snapshot::record_workspace(root, home) {
+        // The workspace in a root that holds it is walked once, as the workspace.
+        let skip: Vec<PathBuf> = (root != workspace && workspace.starts_with(root))
+            .then(|| workspace.to_path_buf())
+            .into_iter()
+            .collect();
+        match Snapshot::record_root(root, &skip, home) {
             Ok(snapshots) if root == workspace => handback.snapshots = snapshots,
             Ok(snapshots) => handback.others.push((root.to_path_buf(), snapshots)),
             Err(source) => {

@@ -178,6 +178,7 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
             summary: log.map(crate::summary::Mark::now),
             clear_privileges: Some(crate::privileges::Sweep::starting_now(
                 lasting,
+                Some(PathBuf::from(OsStr::from_bytes(policy.workspace()))),
                 socket.or(log).map(Path::to_path_buf),
             )),
             remove_temp: temp.clone(),

@@ -24,6 +24,7 @@
 //! | [`session_temp`] | the temp directory of a development session: its own, written and executed, removed at the end |
 //! | [`summary`] | the session's refusals read back from the audit log and printed when it ends |
 //! | [`privileges`] | the supervisor's sweep at the end: setuid/setgid bits and file capabilities the session left in the workspace, cleared and recorded |
+//! | [`native_left`] | the same sweep's native files (ELF executables, shared objects) made not to run outside; put back for the next session |
 //! | [`world`] | the session's own world: its home layer, temp and runtime dirs, the outside's sockets hidden; `execguard home` |
 //! | [`network`] | the session's own network, served by the supervisor: the proxy that refuses the host, the declared host ports |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
@@ -43,6 +44,7 @@ pub mod identities;
 pub mod inherited;
 pub mod input;
 pub mod launch;
+pub mod native_left;
 pub mod network;
 pub mod paths;
 pub mod policy_text;

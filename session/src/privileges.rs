@@ -3,7 +3,8 @@
 //! bit or file capabilities. Inside the session they are inert (`nosuid` mounts,
 //! `no_new_privs`); after it, a setuid-root copy of a program would run with root's rights for
 //! anyone. Each one cleared is said on stderr and recorded (tool `run`, entry `end`, decision
-//! `notice`, reason `privileges_cleared`, `path` the file).
+//! `notice`, reason `privileges_cleared`, `path` the file). The same walk disarms the native
+//! files the session built or downloaded there ([`crate::native_left`], reason `native_left`).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -18,56 +19,80 @@ pub struct Sweep {
     pub skip: Vec<PathBuf>,
     /// The session's start: files changed since (their status change time) are swept.
     pub since: i64,
+    /// The workspace, where the native files disarmed are recorded for the next session.
+    pub workspace: Option<PathBuf>,
     pub audit_log: Option<PathBuf>,
 }
 
 impl Sweep {
-    /// A sweep of `roots` for a session starting now.
+    /// A sweep of `roots` for a session starting now in `workspace`: the native files a
+    /// previous session's end disarmed there, unchanged since, are put back first
+    /// (`native_left::rearm`).
     pub fn starting_now(
         (roots, skip): (Vec<PathBuf>, Vec<PathBuf>),
+        workspace: Option<PathBuf>,
         audit_log: Option<PathBuf>,
     ) -> Self {
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         // A second's slack: ctime has the file system's resolution.
+        if let Some(ws) = &workspace {
+            crate::native_left::rearm(ws, &roots, &skip);
+        }
         Sweep {
             roots,
             skip,
             since: since - 1,
+            workspace,
             audit_log,
         }
     }
 
-    /// Clears what the session left; returns the files cleared.
-    pub fn run(&self) -> Vec<PathBuf> {
-        let mut cleared = Vec::new();
+    /// Clears what the session left and disarms the native files it built or downloaded
+    /// (recorded in the workspace for the next session there); returns what it changed.
+    pub fn run(&self) -> Swept {
+        let mut out = Swept::default();
         for root in &self.roots {
             if let Ok(m) = std::fs::symlink_metadata(root) {
-                walk(root, m.dev(), self, &mut cleared);
+                walk(root, m.dev(), self, &mut out);
             }
         }
-        cleared.dedup();
-        for path in &cleared {
+        out.cleared.dedup();
+        out.disarmed.dedup_by(|a, b| a.path == b.path);
+        for path in &out.cleared {
             eprintln!(
                 "execguard: cleared the setuid/setgid bits and capabilities the session left on {}",
                 path.display()
             );
-            if let Some(log) = &self.audit_log {
-                use std::os::unix::ffi::OsStrExt;
-                let record = execguard_os::audit::stamp(
-                    "run",
-                    "end",
-                    execguard_policy::audit::Decision::Notice,
-                    "privileges_cleared",
-                    None,
-                    path.as_os_str().as_bytes(),
-                    b"",
-                );
-                let _ = execguard_os::audit::append_exact(log.as_os_str().as_bytes(), &record);
-            }
+            self.audit("privileges_cleared", path);
         }
-        cleared
+        if let Some(ws) = &self.workspace {
+            crate::native_left::record(ws, &out.disarmed);
+        }
+        for d in &out.disarmed {
+            self.audit("native_left", &d.path);
+        }
+        if let Some(line) = crate::native_left::notice(&out.disarmed) {
+            eprintln!("{line}");
+        }
+        out
+    }
+
+    fn audit(&self, reason: &str, path: &Path) {
+        if let Some(log) = &self.audit_log {
+            use std::os::unix::ffi::OsStrExt;
+            let record = execguard_os::audit::stamp(
+                "run",
+                "end",
+                execguard_policy::audit::Decision::Notice,
+                reason,
+                None,
+                path.as_os_str().as_bytes(),
+                b"",
+            );
+            let _ = execguard_os::audit::append_exact(log.as_os_str().as_bytes(), &record);
+        }
     }
 }
 
@@ -106,7 +131,7 @@ pub fn lasting_roots(
 /// `security.capability`: a file's capabilities.
 const CAPABILITY_XATTR: &std::ffi::CStr = c"security.capability";
 
-fn walk(path: &Path, dev: u64, sweep: &Sweep, cleared: &mut Vec<PathBuf>) {
+fn walk(path: &Path, dev: u64, sweep: &Sweep, out: &mut Swept) {
     let Ok(m) = std::fs::symlink_metadata(path) else {
         return;
     };
@@ -119,7 +144,7 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, cleared: &mut Vec<PathBuf>) {
             return;
         }
         for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
-            walk(&e.path(), dev, sweep, cleared);
+            walk(&e.path(), dev, sweep, out);
         }
         return;
     }
@@ -129,6 +154,7 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, cleared: &mut Vec<PathBuf>) {
     let special = m.mode() & (libc::S_ISUID | libc::S_ISGID) != 0;
     let caps = has_capabilities(path);
     if !special && !caps {
+        out.disarmed.extend(crate::native_left::disarm(path, &m));
         return;
     }
     if special {
@@ -140,7 +166,19 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, cleared: &mut Vec<PathBuf>) {
     if caps {
         remove_capabilities(path);
     }
-    cleared.push(path.to_path_buf());
+    out.cleared.push(path.to_path_buf());
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        out.disarmed.extend(crate::native_left::disarm(path, &m));
+    }
+}
+
+/// What the sweep changed.
+#[derive(Debug, Default)]
+pub struct Swept {
+    /// Files whose setuid/setgid bits or capabilities were cleared.
+    pub cleared: Vec<PathBuf>,
+    /// Native files made not to run outside (`native_left`).
+    pub disarmed: Vec<crate::native_left::Disarmed>,
 }
 
 fn cpath(path: &Path) -> Option<std::ffi::CString> {
@@ -181,17 +219,17 @@ mod tests {
         let new = d.join("new");
         std::fs::write(&new, "x").unwrap();
         std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o4755)).unwrap();
-        let sweep = Sweep::starting_now((vec![d.clone()], vec![]), None);
-        assert_eq!(sweep.run(), vec![new.clone()]);
+        let sweep = Sweep::starting_now((vec![d.clone()], vec![]), None, None);
+        assert_eq!(sweep.run().cleared, vec![new.clone()]);
         let mode = std::fs::metadata(&new).unwrap().mode();
         assert_eq!(mode & 0o7777, 0o755);
         let later = Sweep {
             since: i64::MAX,
-            ..Sweep::starting_now((vec![d.clone()], vec![]), None)
+            ..Sweep::starting_now((vec![d.clone()], vec![]), None, None)
         };
         std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o2755)).unwrap();
         assert!(
-            later.run().is_empty(),
+            later.run().cleared.is_empty(),
             "a file older than the session is not its"
         );
     }

@@ -314,16 +314,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
             println!("  {n:>6}  {p}");
         }
     }
-    // Each file the hand-back quarantined (docs/handback.md), where it went.
-    let quarantined: Vec<&Summary> = t
-        .records
-        .iter()
-        .filter(|r| r.reason == "repository_quarantine")
-        .collect();
-    if !quarantined.is_empty() {
-        println!("quarantined by the hand-back:");
-        for r in quarantined {
-            if r.target == r.path {
+    // Each file the hand-back quarantined (docs/handback.md), where it went; each native
+    // file the end of a session made not to run outside.
+    for (reason, heading) in [
+        ("repository_quarantine", "quarantined by the hand-back:"),
+        (
+            "native_left",
+            "native files made not to run outside a session:",
+        ),
+    ] {
+        let mut listed = t.records.iter().filter(|r| r.reason == reason).peekable();
+        if listed.peek().is_some() {
+            println!("{heading}");
+        }
+        for r in listed {
+            if r.target == r.path || r.target.is_empty() {
                 println!("  {}", r.path);
             } else {
                 println!("  {} -> {}", r.path, r.target);

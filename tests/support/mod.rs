@@ -21,6 +21,23 @@ pub const ENOEXEC: i32 = libc::ENOEXEC;
 pub const ELOOP: i32 = libc::ELOOP;
 pub const ENAMETOOLONG: i32 = libc::ENAMETOOLONG;
 
+/// A crate with a build script, its own workspace (the tests' directories lie inside
+/// execguard's): `cargo run` prints `built by build.rs`.
+pub const CARGO_WITH_BUILD_RS: [(&str, &str); 3] = [
+    (
+        "Cargo.toml",
+        "[package]\nname = \"bs\"\nversion = \"0.1.0\"\nedition = \"2018\"\n\n[workspace]\n",
+    ),
+    (
+        "build.rs",
+        "fn main() { println!(\"cargo:rustc-env=BUILT_BY=build.rs\"); }\n",
+    ),
+    (
+        "src/main.rs",
+        "fn main() { println!(\"built by {}\", env!(\"BUILT_BY\")); }\n",
+    ),
+];
+
 /// Everything the tests run.
 pub struct Tools {
     /// `libexecguard.so`, debug build of the current sources.

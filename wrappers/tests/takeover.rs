@@ -88,7 +88,7 @@ fn planted_hooks_and_command_config_are_quarantined_ordinary_changes_stay() {
         assert!(fs::read_to_string(saved.join("config"))
             .unwrap()
             .contains("fsmonitor"));
-        let line = notice(&q).unwrap();
+        let line = notice(&q, None).unwrap();
         assert!(line.starts_with("execguard: quarantined 3 "), "{line}");
         assert_eq!(line.lines().count(), 1);
 
@@ -103,7 +103,7 @@ fn planted_hooks_and_command_config_are_quarantined_ordinary_changes_stay() {
         assert!(fs::read_to_string(d.join(".git/config"))
             .unwrap()
             .contains("second"));
-        assert!(notice(&q).is_none());
+        assert!(notice(&q, None).is_none());
         fs::remove_dir_all(&d).unwrap();
     }
 }
@@ -206,4 +206,52 @@ fn a_file_a_new_include_names_is_left_in_place() {
         "the include stayed: {q:?}"
     );
     fs::remove_dir_all(&d).unwrap();
+}
+
+/// A venv's 724 `.pyc` and two hooks: the notice is one line with the count of each kind, the
+/// first few paths and where every one is listed, never all 726 paths.
+#[test]
+fn the_notice_counts_each_kind_and_names_only_the_first_few() {
+    use execguard_wrappers::takeover::Quarantined;
+    let hook = |n: &str| Quarantined {
+        path: PathBuf::from(format!("/w/.git/hooks/{n}")),
+        saved_as: Some(PathBuf::from(format!(
+            "/w/.git/execguard-quarantine/1-2/hooks__{n}"
+        ))),
+        why: "hook added during the session".into(),
+        restored: false,
+    };
+    let mut q = vec![hook("pre-commit"), hook("pre-push")];
+    for i in 0..724 {
+        q.push(Quarantined {
+            path: PathBuf::from(format!("/w/venv/lib/m{i}/__pycache__/m{i}.cpython-311.pyc")),
+            saved_as: None,
+            why: "executable cache written during the session: removed".into(),
+            restored: false,
+        });
+    }
+    let line = notice(&q, Some(Path::new("/state/audit.jsonl"))).unwrap();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.starts_with("execguard: quarantined 726 repository file(s)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("2 hook(s), 724 executable cache(s) removed"),
+        "{line}"
+    );
+    assert!(
+        line.contains("/w/.git/hooks/pre-commit, /w/.git/hooks/pre-push, "),
+        "{line}"
+    );
+    assert!(line.contains("m2.cpython-311.pyc, and 721 more"), "{line}");
+    assert!(!line.contains("m3.cpython-311.pyc"), "{line}");
+    assert!(line.contains("/w/.git/execguard-quarantine/1-2"), "{line}");
+    assert!(
+        line.contains("`execguard audit /state/audit.jsonl`"),
+        "{line}"
+    );
+    assert!(line.len() < 1000, "{} bytes: {line}", line.len());
+    let without = notice(&q, None).unwrap();
+    assert!(without.contains("keeps no audit log"), "{without}");
 }

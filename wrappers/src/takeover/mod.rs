@@ -50,6 +50,8 @@ pub struct Handback {
     dotgits: BTreeMap<PathBuf, Vec<u8>>,
     /// When the record was taken (the kernel's coarse clock, which file times follow).
     started: (i64, i64),
+    /// Directories in the root not walked: the workspace, inside a root that holds it.
+    skip: Vec<PathBuf>,
     _locks: Vec<RepositoryLock>,
 }
 
@@ -123,8 +125,18 @@ impl Snapshot {
     /// config names. Each repository inside the workspace is locked until [`finish_session`]
     /// ends (a second session there waits). `workspace` is canonical.
     pub fn record_workspace(workspace: &Path, home: Option<&Path>) -> std::io::Result<Handback> {
+        Snapshot::record_root(workspace, &[], home)
+    }
+
+    /// [`Snapshot::record_workspace`] of a root with the directories of `skip` left out, at
+    /// the start and at the end (another root's, walked as that root).
+    pub fn record_root(
+        workspace: &Path,
+        skip: &[PathBuf],
+        home: Option<&Path>,
+    ) -> std::io::Result<Handback> {
         let started = coarse_now();
-        let found = scan::scan(workspace);
+        let found = scan::scan(workspace, skip);
         let mut commons: Vec<((u64, u64), &Path)> = found
             .git_dirs
             .iter()
@@ -197,6 +209,7 @@ impl Snapshot {
             snapshots,
             dotgits,
             started,
+            skip: skip.to_vec(),
             _locks: locks,
         })
     }
@@ -349,7 +362,7 @@ pub fn finish_session(
         let Some(log) = audit_log else { break };
         audit(log, tool, profile, q);
     }
-    if let Some(line) = notice(&list) {
+    if let Some(line) = notice(&list, audit_log) {
         eprintln!("{line}");
     }
 }
@@ -379,11 +392,11 @@ fn audit(log: &Path, tool: &str, profile: execguard_policy::Profile, q: &Quarant
 pub fn hand_back(handback: &Handback, workspace: &Path, home: Option<&Path>) -> Vec<Quarantined> {
     let stamp = stamp();
     let mut list = Vec::new();
-    let mut found = scan::scan(workspace);
+    let mut found = scan::scan(workspace, &handback.skip);
     undo_redirections(handback, workspace, &found, &stamp, &mut list);
     if !list.is_empty() {
         // A git dir came back, or a `.git` entry went: the workspace as it is now.
-        found = scan::scan(workspace);
+        found = scan::scan(workspace, &handback.skip);
     }
     let reach = snapshot::Reach {
         workspace,
@@ -462,18 +475,81 @@ pub fn hand_back(handback: &Handback, workspace: &Path, home: Option<&Path>) -> 
     list
 }
 
-/// The one-line notice for the operator, or `None` when nothing was quarantined.
-pub fn notice(q: &[Quarantined]) -> Option<String> {
+/// How many paths the notice names; the rest are counted, each one in the audit.
+const NOTICE_PATHS: usize = 5;
+
+/// What a handed-back file is, for the notice's count (by where git keeps it).
+fn kind(q: &Quarantined) -> &'static str {
+    let p = q.path.to_string_lossy();
+    let name = q.path.file_name().unwrap_or_default().to_string_lossy();
+    if is_executable_cache_path(&q.path) {
+        "executable cache(s) removed"
+    } else if name == ".git" {
+        "redirection(s)"
+    } else if p.contains("/hooks/") || name == "hooks" {
+        "hook(s)"
+    } else if ["rebase-merge", "rebase-apply", "sequencer"]
+        .iter()
+        .any(|d| p.contains(&format!("/{d}")))
+    {
+        "sequencer state"
+    } else if name.starts_with("config") || p.contains("/config") {
+        "config file(s)"
+    } else {
+        "other control file(s)"
+    }
+}
+
+fn is_executable_cache_path(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    p.file_name()
+        .is_some_and(|n| control::is_executable_cache(n.as_bytes()))
+}
+
+/// The one-line notice for the operator, or `None` when nothing was quarantined: the count of
+/// each kind, the first few paths, where the session's versions are, and where each one is
+/// listed (`execguard audit`, when the session has an audit log).
+pub fn notice(q: &[Quarantined], audit_log: Option<&Path>) -> Option<String> {
     let first = q.first()?;
     let dir = q
         .iter()
         .find_map(|x| x.saved_as.as_ref().and_then(|s| s.parent()))
-        .map(|d| d.display().to_string())
+        .map(|d| format!("; the session's versions are in {}", d.display()))
         .unwrap_or_default();
-    let names: Vec<String> = q.iter().map(|x| x.path.display().to_string()).collect();
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for x in q {
+        let k = kind(x);
+        match kinds.iter_mut().find(|(n, _)| *n == k) {
+            Some((_, c)) => *c += 1,
+            None => kinds.push((k, 1)),
+        }
+    }
+    let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let mut names: Vec<String> = q
+        .iter()
+        .take(NOTICE_PATHS)
+        .map(|x| x.path.display().to_string())
+        .collect();
+    // A path handed back twice (moved aside, then its git dir found gone) is named once.
+    names.dedup();
+    if q.len() > NOTICE_PATHS {
+        names.push(format!("and {} more", q.len() - NOTICE_PATHS));
+    }
+    let each = match audit_log {
+        // The kept audit's writer (a socket): the log `execguard audit` reads by default.
+        Some(log)
+            if std::fs::metadata(log)
+                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type())) =>
+        {
+            "each one: `execguard audit`".to_string()
+        }
+        Some(log) => format!("each one: `execguard audit {}`", log.display()),
+        None => "this session keeps no audit log: the rest are not listed".to_string(),
+    };
     Some(format!(
-        "execguard: quarantined {} repository control file(s) the session added, changed or deleted ({}; first: {}): the recorded versions are restored, the session's are in {dir}",
+        "execguard: quarantined {} repository file(s) the session added, changed or deleted ({}): {} (first: {}); the recorded versions are restored{dir}; {each}",
         q.len(),
+        counts.join(", "),
         names.join(", "),
         first.why
     ))

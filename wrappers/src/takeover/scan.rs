@@ -68,8 +68,9 @@ fn looks_like_git_dir_names(names: &[(std::ffi::OsString, std::fs::FileType)]) -
 }
 
 /// Every repository in `workspace` (and the one it is in), with the git dirs kept in each
-/// (`modules/<name>`, where a name may hold `/`, and `worktrees/<id>`).
-pub(crate) fn scan(workspace: &Path) -> Found {
+/// (`modules/<name>`, where a name may hold `/`, and `worktrees/<id>`); the directories of
+/// `skip` are not entered (a root that holds the workspace: walked as a root of its own).
+pub(crate) fn scan(workspace: &Path, skip: &[PathBuf]) -> Found {
     let mut found = Found::default();
     if let Some(d) = crate::git::repo::discover(workspace) {
         if !d.git_dir.starts_with(workspace) {
@@ -112,8 +113,9 @@ pub(crate) fn scan(workspace: &Path) -> Found {
                     found.dotgits.push(p);
                 }
             } else if t.is_dir() {
-                if depth < MAX_DEPTH {
-                    dirs.push((dir.join(&name), depth + 1));
+                let p = dir.join(&name);
+                if depth < MAX_DEPTH && !skip.contains(&p) {
+                    dirs.push((p, depth + 1));
                 }
             } else if t.is_file() && is_executable_cache(name.as_bytes()) {
                 found.caches.push(dir.join(&name));
