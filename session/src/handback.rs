@@ -38,12 +38,17 @@ pub struct RecordError {
 /// not the exec dirs (read-only in the session), the outermost of nested ones, and none that
 /// lies in the workspace (its repositories are the workspace's record: recorded twice, the
 /// second lock would wait for the first). A root that holds the workspace (a shared `$HOME`)
-/// is one: [`record`] walks it without the workspace.
+/// is one: [`record`] walks it without the workspace; but not a shared temp dir that holds it
+/// (sticky and writable by all: every user's repositories there would be locked and what
+/// they write meanwhile taken for the session's; docs/handback.md *Limits*).
 pub fn other_roots(workspace: &Path, lasting: &[PathBuf], exec_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let shared_temp = |r: &Path| std::fs::metadata(r).is_ok_and(|m| m.mode() & 0o1002 == 0o1002);
     let mut out: Vec<PathBuf> = lasting
         .iter()
         .filter(|r| r.is_dir())
         .filter(|r| !r.starts_with(workspace))
+        .filter(|r| !(workspace.starts_with(r) && shared_temp(r)))
         .filter(|r| !exec_dirs.iter().any(|d| r.starts_with(d)))
         .cloned()
         .collect();
@@ -76,23 +81,31 @@ pub fn record(
         profile,
         tool,
     };
-    // Each root in one order for every session, the workspace first.
-    for root in std::iter::once(workspace).chain(others.iter().map(PathBuf::as_path)) {
-        // The workspace in a root that holds it is walked once, as the workspace.
-        let skip: Vec<PathBuf> = (root != workspace && workspace.starts_with(root))
-            .then(|| workspace.to_path_buf())
-            .into_iter()
-            .collect();
-        match Snapshot::record_root(root, &skip, home) {
-            Ok(snapshots) if root == workspace => handback.snapshots = snapshots,
-            Ok(snapshots) => handback.others.push((root.to_path_buf(), snapshots)),
-            Err(source) => {
-                return Err(RecordError {
-                    workspace: root.to_path_buf(),
-                    source,
-                    unrecorded: Box::new(handback),
-                })
+    // The workspace first; one in a root that holds it is walked once, as the workspace.
+    let roots: Vec<(PathBuf, Vec<PathBuf>)> = std::iter::once((workspace.to_path_buf(), vec![]))
+        .chain(others.iter().map(|root| {
+            let skip = workspace
+                .starts_with(root)
+                .then(|| workspace.to_path_buf())
+                .into_iter()
+                .collect();
+            (root.clone(), skip)
+        }))
+        .collect();
+    match Snapshot::record_roots(&roots, home) {
+        Ok(records) => {
+            let mut records = roots.into_iter().zip(records);
+            if let Some((_, first)) = records.next() {
+                handback.snapshots = first;
             }
+            handback.others = records.map(|((root, _), r)| (root, r)).collect();
+        }
+        Err(source) => {
+            return Err(RecordError {
+                workspace: workspace.to_path_buf(),
+                source,
+                unrecorded: Box::new(handback),
+            })
         }
     }
     Ok(handback)

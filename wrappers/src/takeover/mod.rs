@@ -135,15 +135,34 @@ impl Snapshot {
         skip: &[PathBuf],
         home: Option<&Path>,
     ) -> std::io::Result<Handback> {
+        let mut all = Snapshot::record_roots(&[(workspace.to_path_buf(), skip.to_vec())], home)?;
+        Ok(all.remove(0))
+    }
+
+    /// [`Snapshot::record_root`] of each of `roots` (a root, the directories in it left out),
+    /// their repositories locked together in one order (by device and inode) for every
+    /// session: two sessions whose roots overlap (a shared `/tmp` that holds the other's
+    /// workspace) wait for each other in turn, never both. The locks are held by the first
+    /// record.
+    pub fn record_roots(
+        roots: &[(PathBuf, Vec<PathBuf>)],
+        home: Option<&Path>,
+    ) -> std::io::Result<Vec<Handback>> {
         let started = coarse_now();
-        let found = scan::scan(workspace, skip);
-        let mut commons: Vec<((u64, u64), &Path)> = found
-            .git_dirs
+        let found: Vec<scan::Found> = roots
             .iter()
-            .filter(|g| g.common_dir.starts_with(workspace))
+            .map(|(root, skip)| scan::scan(root, skip))
+            .collect();
+        let mut commons: Vec<((u64, u64), &Path)> = roots
+            .iter()
+            .zip(&found)
+            .flat_map(|((root, _), f)| {
+                f.git_dirs
+                    .iter()
+                    .filter(move |g| g.common_dir.starts_with(root))
+            })
             .filter_map(|g| Some((nofollow::identity(&g.common_dir)?, g.common_dir.as_path())))
             .collect();
-        // One order for every session, so two never wait for each other.
         commons.sort();
         commons.dedup_by_key(|(id, _)| *id);
         let mut locks = Vec::new();
@@ -157,6 +176,24 @@ impl Snapshot {
                 Err(e) => return Err(e),
             }
         }
+        let mut out: Vec<Handback> = roots
+            .iter()
+            .zip(found)
+            .map(|((_, skip), f)| Snapshot::record_found(f, skip, started, home))
+            .collect();
+        if let Some(first) = out.first_mut() {
+            first._locks = locks;
+        }
+        Ok(out)
+    }
+
+    /// The record of the repositories a walk found, and the local ones their config names.
+    fn record_found(
+        found: scan::Found,
+        skip: &[PathBuf],
+        started: (i64, i64),
+        home: Option<&Path>,
+    ) -> Handback {
         let mut snapshots: Vec<Snapshot> = found
             .git_dirs
             .iter()
@@ -205,13 +242,13 @@ impl Snapshot {
             .iter()
             .filter_map(|p| Some((p.clone(), dotgit_bytes(p)?)))
             .collect();
-        Ok(Handback {
+        Handback {
             snapshots,
             dotgits,
             started,
             skip: skip.to_vec(),
-            _locks: locks,
-        })
+            _locks: Vec::new(),
+        }
     }
 }
 
