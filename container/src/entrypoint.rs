@@ -302,6 +302,8 @@ fn lasting_roots(paths: &Paths) -> (Vec<PathBuf>, Vec<PathBuf>) {
     execguard_session::privileges::lasting_roots(
         &execguard_seal::Partition::new(seal_roots(paths)),
         &execguard_seal::world::World::default(),
+        // No exec dirs in it to leave out.
+        false,
     )
 }
 

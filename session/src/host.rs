@@ -161,7 +161,7 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
             .map(|l| Path::new(OsStr::from_bytes(l)));
         // What outlives the session in its write set (its own temp dirs do not; its home
         // layer is never run outside it, and `execguard home accept` clears the bits too).
-        let lasting = crate::privileges::lasting_roots(&partition, &world);
+        let lasting = crate::privileges::lasting_roots(&partition, &world, policy.seal());
         let duties = Duties {
             end_the_rest: true,
             carry_back: true,
