@@ -9,7 +9,7 @@ mod support;
 use execguard_testkit::{identities, Identity};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use support::{s, tools, Fixture};
+use support::{ok, s, session_command, text, tools, Fixture};
 
 /// A fresh `$HOME` for `who` beside the fixture (outside every mutable root), with a user site
 /// python reads.
@@ -18,11 +18,7 @@ fn home_for(f: &Fixture, who: &Identity) -> PathBuf {
     std::fs::create_dir_all(home.join(".config")).unwrap();
     std::fs::write(home.join(".bashrc"), "# the operator's\n").unwrap();
     // The parents must be traversable by the non-root user.
-    for d in [&f.base, &f.base.parent().unwrap().to_path_buf()] {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
-    }
+    f.open_parents();
     who.own(&home);
     who.own(&f.ws);
     home
@@ -39,16 +35,9 @@ fn marker_for(f: &Fixture, who: &Identity) -> PathBuf {
 
 /// `execguard run --workspace WS [flags] -- sh -c SCRIPT` as `who`, with `home` as `$HOME`.
 fn session(f: &Fixture, who: &Identity, home: &Path, flags: &[&str], script: &str) -> Output {
-    let mut c = f.plain(&tools().cli);
+    let mut c = session_command(f, true, flags, script);
     who.apply(&mut c);
-    c.env("HOME", home)
-        .arg("run")
-        .arg("--workspace")
-        .arg(&f.ws)
-        .arg("--audit")
-        .arg(&f.audit)
-        .args(flags)
-        .args(["--", "sh", "-c", script]);
+    c.env("HOME", home);
     f.for_identity(who);
     c.output().unwrap()
 }
@@ -59,20 +48,6 @@ fn outside(f: &Fixture, who: &Identity, home: &Path, script: &str) -> Output {
     who.apply(&mut c);
     c.env("HOME", home).args(["-c", script]);
     c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
 }
 
 /// The home-layer attacks of issue 28 class 1: a `.bashrc` line, a `.pth` in python's user

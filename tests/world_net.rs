@@ -13,18 +13,11 @@ use std::net::TcpListener;
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use support::{s, session_fixture as fixture, shown, text, tools, Fixture};
+use support::{s, session_command, session_fixture as fixture, shown, text, Fixture};
 
 /// `execguard run --workspace WS --audit LOG [flags] -- sh -c SCRIPT` as the fixture's user.
 fn session(f: &Fixture, flags: &[&str], script: &str, extra_env: &[(&str, &str)]) -> Output {
-    let mut c = f.plain(&tools().cli);
-    c.arg("run")
-        .arg("--workspace")
-        .arg(&f.ws)
-        .arg("--audit")
-        .arg(&f.audit)
-        .args(flags)
-        .args(["--", "sh", "-c", script]);
+    let mut c = session_command(f, true, flags, script);
     for (k, v) in extra_env {
         c.env(k, v);
     }

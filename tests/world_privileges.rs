@@ -10,51 +10,13 @@ use execguard_testkit::{identities, Identity};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Output;
-use support::{s, tools, Fixture};
+use support::{ok, s, session_command, text, world_fixture, Fixture};
 
 /// `execguard run --workspace WS --audit LOG [flags] -- sh -c SCRIPT` as `who`.
 fn session(f: &Fixture, who: &Identity, flags: &[&str], script: &str) -> Output {
-    let mut c = f.plain(&tools().cli);
-    who.apply(&mut c);
-    c.env("HOME", f.home())
-        .arg("run")
-        .arg("--workspace")
-        .arg(&f.ws)
-        .arg("--audit")
-        .arg(&f.audit)
-        .args(flags)
-        .args(["--", "sh", "-c", script]);
+    let mut c = session_command(f, true, flags, script);
+    who.apply(&mut c).env("HOME", f.home());
     c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
-/// A fixture for `who`: the workspace, home and audit log theirs, the fixture's parents
-/// traversable.
-fn fixture(name: &str, who: &Identity) -> Fixture {
-    let f = Fixture::new(name);
-    for d in [&f.base, &f.base.parent().unwrap().to_path_buf()] {
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
-    }
-    who.own(&f.ws);
-    who.own(&f.home());
-    who.own(&f.runtime_dir());
-    who.own(&f.tmp);
-    f.for_identity(who);
-    f
 }
 
 /// Tries `chmod`, `chown`, a write and a change of times on `p`; prints one `name=status`
@@ -69,7 +31,7 @@ fn tamper(p: &Path) -> String {
 #[test]
 fn outside_the_write_set_the_session_changes_no_file_not_even_as_root() {
     for who in identities() {
-        let f = fixture("world-readonly", &who);
+        let f = world_fixture("world-readonly", &who);
         let dir = f.base.join("operator");
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("tool");
@@ -126,7 +88,7 @@ fn outside_the_write_set_the_session_changes_no_file_not_even_as_root() {
 #[test]
 fn the_report_counts_the_read_only_mounts_outside() {
     for who in identities() {
-        let f = fixture("world-readonly-report", &who);
+        let f = world_fixture("world-readonly-report", &who);
         let o = session(&f, &who, &["-v"], "true");
         ok(&o, "the session");
         let err = text(&o.stderr);
@@ -157,7 +119,7 @@ fn plant_setuid(p: &Path) -> String {
 fn setuid_bits_left_anywhere_in_what_outlives_the_session_are_cleared_in_every_profile() {
     for profile in ["strict", "development"] {
         for who in identities() {
-            let f = fixture(&format!("world-setuid-{profile}"), &who);
+            let f = world_fixture(&format!("world-setuid-{profile}"), &who);
             let label = format!("{} {profile}", who.label());
             let shared = f.home().join(".shared");
             std::fs::create_dir_all(&shared).unwrap();
@@ -232,7 +194,7 @@ fn setuid_bits_left_anywhere_in_what_outlives_the_session_are_cleared_in_every_p
 #[test]
 fn a_setuid_copy_in_the_sessions_own_tmp_is_gone_with_it() {
     for who in identities() {
-        let f = fixture("world-setuid-own-tmp", &who);
+        let f = world_fixture("world-setuid-own-tmp", &who);
         let p = f.tmp.join("left");
         let script = format!("mkdir -p {} && {}", s(&f.tmp), plant_setuid(&p));
         let o = session(&f, &who, &[], &script);

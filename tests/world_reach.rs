@@ -9,37 +9,13 @@
 mod support;
 
 use execguard_testkit::{identities, Identity};
-use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
-use support::{s, tools, Fixture};
-
-fn fixture(name: &str, who: &Identity) -> Fixture {
-    let f = Fixture::new(name);
-    for d in [&f.base, &f.base.parent().unwrap().to_path_buf()] {
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
-    }
-    for d in [f.ws.clone(), f.home(), f.runtime_dir()] {
-        who.own(&d);
-    }
-    f.for_identity(who);
-    f
-}
+use support::{s, session_command, text, tools, world_fixture, Fixture};
 
 fn session(f: &Fixture, who: &Identity, flags: &[&str], script: &str) -> Output {
-    let mut c = f.plain(&tools().cli);
-    who.apply(&mut c);
-    c.env("HOME", f.home())
-        .arg("run")
-        .arg("--workspace")
-        .arg(&f.ws)
-        .args(flags)
-        .args(["--", "sh", "-c", script]);
+    let mut c = session_command(f, false, flags, script);
+    who.apply(&mut c).env("HOME", f.home());
     c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Connects to the abstract UNIX socket `name`; prints `reached` or `refused ERRNO`.
@@ -74,7 +50,7 @@ fn an_outside_processs_abstract_socket_is_out_of_reach() {
     }
     let mut seen = Vec::new();
     for who in identities() {
-        let f = fixture("reach-abstract", &who);
+        let f = world_fixture("reach-abstract", &who);
         // The control: outside any session, the same user reaches it.
         let mut c = f.plain("sh");
         who.apply(&mut c);
@@ -123,7 +99,7 @@ fn image_run_inside_a_session_refuses_with_its_reason() {
         return;
     }
     for who in identities() {
-        let f = fixture("reach-docker", &who);
+        let f = world_fixture("reach-docker", &who);
         let script = format!(
             "{} image run --profile development --arbitrary-command -- /bin/true; echo status=$?",
             s(&tools().cli)

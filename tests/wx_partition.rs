@@ -1402,7 +1402,7 @@ fn a_directory_moved_into_the_workspace_after_the_binds_refuses_the_start() {
 /// programs), while signals among its own processes work as ever.
 #[test]
 fn the_session_cannot_signal_processes_outside_it() {
-    if execguard_seal::kernel_abi(execguard_seal::sys::host()).is_ok_and(|abi| abi < 6) {
+    if execguard_seal::kernel_abi(execguard_seal::host_sys()).is_ok_and(|abi| abi < 6) {
         execguard_testkit::skip("signal scoping: this kernel's Landlock ABI is below 6");
         return;
     }

@@ -374,7 +374,7 @@ fn plan_seal(
     if seal {
         // The partition's own test (ABI 2 at least: without REFER, renames across
         // directories would fail), so a kernel it refuses is known here, not after the drop.
-        if let Err(e) = execguard_seal::partition_abi(execguard_seal::sys::host()) {
+        if let Err(e) = execguard_seal::partition_abi(execguard_seal::host_sys()) {
             if !session.allow_unsealed {
                 return Err(Refusal::coded(
                     e.code(),
@@ -565,7 +565,7 @@ fn seal_self(paths: &Paths) -> Result<(), Refusal> {
     // The W^X partition and the session seccomp filter; the image makes its own noexec
     // mounts, so none are made here.
     execguard_seal::seal(
-        execguard_seal::sys::host(),
+        execguard_seal::host_sys(),
         &execguard_seal::Partition::new(roots),
         &execguard_seal::Options {
             memfd_noexec: true,

@@ -1,5 +1,6 @@
 //! Assurance: the session's start record of what it is held to, in the one audit schema.
 
+use execguard_policy::audit::Decision;
 use execguard_policy::Policy;
 
 /// The assurance step that failed.
@@ -40,35 +41,62 @@ pub fn record_assurance(
     if assurance == "strict" && !policy.audit_allow() && !kept {
         return Ok(());
     }
+    let reason = if sealed {
+        "session_sealed"
+    } else {
+        "session_unsealed"
+    };
+    let target = command.first().map_or(&b""[..], |c| c.as_bytes());
+    // Kept before the exec: the writer's answer is waited for.
+    let answer = execguard_os::audit::Answer::Wait;
+    write_start_record(
+        policy,
+        None,
+        Decision::Notice,
+        reason,
+        assurance.as_bytes(),
+        target,
+        answer,
+    )
+    .map_err(|()| AssuranceError::StartRecordUnwritable {
+        log: String::from_utf8_lossy(log).into_owned(),
+    })
+}
+
+/// The one writer of a session's `start` records (its assurance, here, and the verdict on its
+/// first command, `preflight`): stamped in the one audit schema (tool `run`, entry `start`),
+/// then taken by the kept audit's writer in this process (`kept`), or sent to the kept audit's
+/// socket (`answer`: wait for the writer's, or only for the hand-over), or appended to the
+/// policy's log. `Err`: a record that could not be written; `Ok` too when the policy names no
+/// log.
+pub(crate) fn write_start_record(
+    policy: &Policy,
+    kept: Option<&execguard_audit::writer::Writer>,
+    decision: Decision,
+    reason: &str,
+    path: &[u8],
+    target: &[u8],
+    answer: execguard_os::audit::Answer,
+) -> Result<(), ()> {
     let record = execguard_os::audit::stamp(
         "run",
         "start",
-        execguard_policy::audit::Decision::Notice,
-        if sealed {
-            "session_sealed"
-        } else {
-            "session_unsealed"
-        },
+        decision,
+        reason,
         Some(policy.profile()),
-        assurance.as_bytes(),
-        command.first().map_or(&b""[..], |c| c.as_bytes()),
+        path,
+        target,
     );
-    let delivered = match policy.audit_socket() {
-        // Kept before the exec: the writer's answer is waited for.
-        Some(socket) => execguard_os::audit::send_record_as(
-            socket,
-            &{
-                let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
-                let n = execguard_policy::audit::format_record(&record, &mut buf);
-                buf[..n].to_vec()
-            },
-            execguard_os::audit::Answer::Wait,
-        ),
-        None => execguard_os::audit::append(log, &record),
-    };
-    delivered.map_err(|_| AssuranceError::StartRecordUnwritable {
-        log: String::from_utf8_lossy(log).into_owned(),
-    })
+    let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
+    let n = execguard_policy::audit::format_record(&record, &mut buf);
+    match (kept, policy.audit_socket(), policy.audit_log()) {
+        (Some(writer), ..) => writer.keep_own(&buf[..n]).map_err(drop),
+        (None, Some(socket), _) => {
+            execguard_os::audit::send_record_as(socket, &buf[..n], answer).map_err(drop)
+        }
+        (None, None, Some(log)) => execguard_os::audit::append(log, &record).map_err(drop),
+        (None, None, None) => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 use execguard_os::LibcSys;
 use execguard_policy::sys::Sys;
 use execguard_policy::{
-    decide_launch, path_candidates, search_goes_on, Context, ExecName, Policy, Request, RuntimeIds,
-    Target, Verdict,
+    decide_launch, path_candidates, search_goes_on, Context, ExecName, Policy, Reason, Request,
+    RuntimeIds, Target, Verdict,
 };
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -208,6 +208,11 @@ pub fn decide_first_command(
     )
     .is_err()
     {
+        let log = policy.audit_log().unwrap_or_default();
+        eprint!(
+            "{}",
+            denial_line(Reason::AuditUnwritable, Some(policy.profile()), log, 0)
+        );
         return FirstCommand::Refused(126);
     }
     match &decision.verdict {

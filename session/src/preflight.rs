@@ -84,7 +84,7 @@ pub fn check_audit_log(policy: &Policy<'_>, log: &[u8]) -> Result<()> {
 /// Records the decision on the session's first command (made by `execguard run` itself, not
 /// by the guard) as the guard records every later one: a refusal always, an allowed command
 /// under `audit_allow` or breakglass. `Err` is a record that was due and could not be written:
-/// the command is then refused (`audit_unwritable`), as the guard would refuse it.
+/// the caller then refuses the command (`audit_unwritable`), as the guard would refuse it.
 ///
 /// `kept`: the writer of a kept audit, which takes the record from this process directly (the
 /// session, and with it the writer's thread, does not exist yet).
@@ -106,35 +106,23 @@ pub fn audit_first_command(
         _ => return Ok(()),
     };
     let asked = command.first().map_or(&b""[..], |c| c.as_bytes());
-    let record = execguard_os::audit::stamp(
-        "run",
-        "start",
+    // A kept audit's socket answers an allowed command's record once it is kept, a refusal's
+    // once it is handed over (as `execguard_os::audit::send` does for the guard's).
+    let answer = match decision {
+        Decision::Allow => execguard_os::audit::Answer::Wait,
+        Decision::Deny | Decision::Notice => execguard_os::audit::Answer::Delivered,
+    };
+    let kept_or_appended = crate::assurance::write_start_record(
+        policy,
+        kept,
         decision,
         reason.code(),
-        Some(policy.profile()),
         path,
         asked,
+        answer,
     );
-    let kept_or_appended = match kept {
-        Some(writer) => {
-            let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
-            let n = execguard_policy::audit::format_record(&record, &mut buf);
-            writer.keep_own(&buf[..n]).map_err(|_| ())
-        }
-        // To the kept audit's writer when the policy names one (a session started inside a
-        // kept one), else appended.
-        None => execguard_os::audit::deliver(policy, &record)
-            .unwrap_or(Ok(()))
-            .map_err(|_| ()),
-    };
-    kept_or_appended.map_err(|()| {
-        eprint!(
-            "{}",
-            crate::launch::denial_line(Reason::AuditUnwritable, Some(policy.profile()), log, 0)
-        );
-        FirstCommandUnaudited {
-            log: String::from_utf8_lossy(log).into_owned(),
-        }
+    kept_or_appended.map_err(|()| FirstCommandUnaudited {
+        log: String::from_utf8_lossy(log).into_owned(),
     })
 }
 

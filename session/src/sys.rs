@@ -27,11 +27,11 @@ pub struct LinuxSessionSys;
 
 impl SessionSys for LinuxSessionSys {
     fn partition_abi(&self) -> Result<i64, execguard_seal::SealError> {
-        execguard_seal::partition_abi(execguard_seal::sys::host())
+        execguard_seal::partition_abi(execguard_seal::host_sys())
     }
 
     fn seal_sys(&self) -> &dyn execguard_seal::SealSys {
-        execguard_seal::sys::host()
+        execguard_seal::host_sys()
     }
 
     fn memfd_create(&self, name: &CStr, flags: libc::c_uint) -> io::Result<OwnedFd> {

@@ -89,7 +89,7 @@ fn observe(partition: &Partition, profile: Option<execguard_policy::Profile>) ->
         reductions.push(Reduction::WriteSetAliased);
     }
     Observed {
-        landlock_abi: execguard_seal::kernel_abi(execguard_seal::sys::host()).ok(),
+        landlock_abi: execguard_seal::kernel_abi(execguard_seal::host_sys()).ok(),
         write_set: partition.write_set.clone(),
         exec_dirs: partition.exec_dirs.clone(),
         both: partition.both.clone(),
@@ -312,7 +312,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("  none");
     }
     println!("kernel");
-    match execguard_seal::kernel_abi(execguard_seal::sys::host()) {
+    match execguard_seal::kernel_abi(execguard_seal::host_sys()) {
         Ok(v) => println!("  landlock: ABI {v}"),
         Err(e) => println!(
             "  landlock: unavailable ({})",

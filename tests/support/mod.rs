@@ -328,6 +328,14 @@ impl Fixture {
         f
     }
 
+    /// Makes the fixture's directory and its parent traversable by a non-root user.
+    pub fn open_parents(&self) {
+        for d in [&self.base, &self.base.parent().unwrap().to_path_buf()] {
+            let mode = std::fs::metadata(d).unwrap().permissions().mode();
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
+        }
+    }
+
     /// Empties the audit log, keeping its owner.
     pub fn reset_audit(&self) {
         std::fs::write(&self.audit, b"").unwrap();
@@ -707,9 +715,36 @@ pub fn session_fixture(name: &str, who: &execguard_testkit::Identity) -> Fixture
     let f = Fixture::for_user(name, *who);
     who.own(&f.ws);
     f.reset_audit();
-    for d in [&f.base, &f.base.parent().unwrap().to_path_buf()] {
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o711)).unwrap();
-    }
+    f.open_parents();
     f
+}
+
+/// A fixture whose commands run as root, for sessions `who` starts ([`session_command`] and
+/// `who.apply`): the workspace, home, runtime dir, `tmp` and audit log theirs, the fixture's
+/// parents traversable.
+pub fn world_fixture(name: &str, who: &execguard_testkit::Identity) -> Fixture {
+    let f = Fixture::new(name);
+    f.open_parents();
+    for d in [f.ws.clone(), f.home(), f.runtime_dir(), f.tmp.clone()] {
+        who.own(&d);
+    }
+    f.for_identity(who);
+    f
+}
+
+/// `execguard run --workspace WS [--audit LOG] [flags] -- sh -c SCRIPT`, as the fixture's
+/// user when it has one ([`Fixture::for_user`]).
+pub fn session_command(f: &Fixture, audit: bool, flags: &[&str], script: &str) -> Command {
+    let mut c = f.plain(&tools().cli);
+    c.arg("run").arg("--workspace").arg(&f.ws);
+    if audit {
+        c.arg("--audit").arg(&f.audit);
+    }
+    c.args(flags).args(["--", "sh", "-c", script]);
+    c
+}
+
+/// Asserts that `o` succeeded, showing it when not.
+pub fn ok(o: &Output, what: &str) {
+    assert!(o.status.success(), "{what}: {}", shown(o));
 }

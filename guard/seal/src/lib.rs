@@ -64,6 +64,16 @@ use execguard_policy::Reduction;
 use mounts_step::Mounts;
 use partition::beneath;
 
+/// The seam ([`SealSys`]) this build's seal goes through: the kernel's ([`sys::LinuxSealSys`]);
+/// in a test build (the `test-hooks` feature, which only dev-dependencies enable), the kernel's
+/// as the test hooks change them (`test_hooks::HookedSealSys`).
+pub fn host_sys() -> &'static dyn SealSys {
+    #[cfg(feature = "test-hooks")]
+    return &test_hooks::HookedSealSys;
+    #[cfg(not(feature = "test-hooks"))]
+    &sys::LinuxSealSys
+}
+
 /// How the seal is applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options<'a> {

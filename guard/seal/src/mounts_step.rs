@@ -44,8 +44,7 @@ pub(crate) fn mounts(
         MountsMode::Off => None,
         MountsMode::Required => Some(namespace::isolate(sys, partition, options.world)),
         MountsMode::BestEffort => Some(
-            sys.probe_namespace()
-                .and_then(|()| namespace::isolate(sys, partition, options.world)),
+            namespace::probe(sys).and_then(|()| namespace::isolate(sys, partition, options.world)),
         ),
     };
     let (namespace, failure) = match tried {

@@ -12,9 +12,7 @@
 //! filter then refuses every mount call, so the session cannot undo this.
 
 use crate::error::SealError;
-use crate::mount_calls::{
-    fail, kept_flags, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
-};
+use crate::mount_calls::{kept_flags, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID};
 use crate::mountinfo::{forget, Mount};
 use crate::partition::{beneath, Partition};
 use crate::sys::{SealSys, Step};
@@ -60,72 +58,20 @@ fn unshare(sys: &dyn SealSys, flags: libc::c_int, named: &str) -> Result<(), Sea
 /// (Ubuntu's restricted user namespaces give it no capabilities), which would leave this
 /// process inside one with its ids unmapped. Root's mount namespace needs no such
 /// question: a failed step leaves a private copy of the mounts it had. So it is tried in a
-/// forked child, which reports how it went; the caller must be single-threaded (as for
-/// [`isolate`]).
+/// forked child ([`SealSys::in_child`]), which reports how it went; the caller must be
+/// single-threaded (as for [`isolate`]).
 pub fn probe(sys: &dyn SealSys) -> Result<(), SealError> {
     if sys.ids().0 == 0 {
         return Ok(());
     }
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into `fds`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(fail("pipe2", Path::new("/")));
-    }
-    // SAFETY: this process is single-threaded (the caller's contract), so the child may run
-    // ordinary Rust code, allocation included, before it exits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: the child's copy of the read end is not used.
-        unsafe { libc::close(fds[0]) };
-        let code = match enter(sys) {
-            Ok(_) => 0,
-            Err(e) => {
-                let msg = match e {
-                    SealError::Noexec { detail } | SealError::NamespaceUnfinished { detail } => {
-                        detail
-                    }
-                    e => e.to_string(),
-                };
-                // SAFETY: writes the message from a live buffer to the pipe's write end.
-                unsafe { libc::write(fds[1], msg.as_ptr().cast(), msg.len()) };
-                1
-            }
-        };
-        // SAFETY: _exit ends the child without running the parent's exit handlers.
-        unsafe { libc::_exit(code) };
-    }
-    // SAFETY: the parent's copy of the write end is not used.
-    unsafe { libc::close(fds[1]) };
-    if pid < 0 {
-        // SAFETY: closes the read end made above.
-        unsafe { libc::close(fds[0]) };
-        return Err(fail("fork", Path::new("/")));
-    }
-    let mut msg = Vec::new();
-    let mut buf = [0u8; 512];
-    loop {
-        // SAFETY: reads into a live buffer of the stated size.
-        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        msg.extend_from_slice(&buf[..n as usize]);
-    }
-    // SAFETY: closes the read end made above.
-    unsafe { libc::close(fds[0]) };
-    let mut status = 0;
-    // SAFETY: waits for the child forked above.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        return Ok(());
-    }
-    Err(SealError::Noexec {
-        detail: if msg.is_empty() {
-            format!("the namespace probe ended with status {status}")
-        } else {
-            String::from_utf8_lossy(&msg).into_owned()
-        },
-    })
+    let attempt = || {
+        enter(sys).map(drop).map_err(|e| match e {
+            SealError::Noexec { detail } | SealError::NamespaceUnfinished { detail } => detail,
+            e => e.to_string(),
+        })
+    };
+    sys.in_child(&attempt)
+        .map_err(|detail| SealError::Noexec { detail })
 }
 
 /// Makes the private namespace and its mounts (see the module). The caller must be

@@ -51,25 +51,16 @@ pub trait SealSys {
     fn hide(&self, dir: &Path) -> Result<(), SealError>;
     /// This process's mount table now.
     fn mount_table(&self) -> Result<Arc<[Mount]>, SealError>;
-    /// Does the namespace `namespace::enter` makes work here? Asked before a session that
-    /// may go on without it enters one it could not leave (`namespace::probe`).
-    fn probe_namespace(&self) -> Result<(), SealError>;
+    /// Runs `attempt` in a forked child and says how it went (its error's text), so that what
+    /// it does to its process cannot stay (`namespace::probe`: a user namespace that cannot be
+    /// left). The caller must be single-threaded.
+    fn in_child(&self, attempt: &dyn Fn() -> Result<(), String>) -> Result<(), String>;
     /// `step` of the start is reached. The kernel has nothing to say; a test build may act
     /// there as a racing process would, or fail the step.
     fn at_step(&self, step: Step) -> Result<(), SealError> {
         let _ = step;
         Ok(())
     }
-}
-
-/// The calls this build makes: the kernel's ([`LinuxSealSys`]); in a test build (the
-/// `test-hooks` feature, which only dev-dependencies enable), the kernel's as the test hooks
-/// change them (`test_hooks::HookedSealSys`).
-pub fn host() -> &'static dyn SealSys {
-    #[cfg(feature = "test-hooks")]
-    return &crate::test_hooks::HookedSealSys;
-    #[cfg(not(feature = "test-hooks"))]
-    &LinuxSealSys
 }
 
 /// The real calls.
@@ -128,8 +119,60 @@ impl SealSys for LinuxSealSys {
         crate::mountinfo::mounts_now()
     }
 
-    fn probe_namespace(&self) -> Result<(), SealError> {
-        crate::namespace::probe(self)
+    fn in_child(&self, attempt: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe2 /: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: this process is single-threaded (the caller's contract), so the child may
+        // run ordinary Rust code, allocation included, before it exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: the child's copy of the read end is not used.
+            unsafe { libc::close(fds[0]) };
+            let code = match attempt() {
+                Ok(()) => 0,
+                Err(msg) => {
+                    // SAFETY: writes the message from a live buffer to the pipe's write end.
+                    unsafe { libc::write(fds[1], msg.as_ptr().cast(), msg.len()) };
+                    1
+                }
+            };
+            // SAFETY: _exit ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        // SAFETY: the parent's copy of the write end is not used.
+        unsafe { libc::close(fds[1]) };
+        if pid < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: closes the read end made above.
+            unsafe { libc::close(fds[0]) };
+            return Err(format!("fork /: {e}"));
+        }
+        let mut msg = Vec::new();
+        let mut buf = [0u8; 512];
+        loop {
+            // SAFETY: reads into a live buffer of the stated size.
+            let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            msg.extend_from_slice(&buf[..n as usize]);
+        }
+        // SAFETY: closes the read end made above.
+        unsafe { libc::close(fds[0]) };
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            return Ok(());
+        }
+        Err(if msg.is_empty() {
+            format!("the namespace probe ended with status {status}")
+        } else {
+            String::from_utf8_lossy(&msg).into_owned()
+        })
     }
 }
 
@@ -227,15 +270,10 @@ impl SealSys for RecordingSealSys {
         Ok(self.table.clone().into())
     }
 
-    fn probe_namespace(&self) -> Result<(), SealError> {
-        // Nothing the double does is real, so the namespace is tried here, not in a child.
-        self.record("probe".into()).ok();
-        crate::namespace::enter(self)
-            .map(|_| ())
-            .map_err(|e| match e {
-                SealError::NamespaceUnfinished { detail } => SealError::Noexec { detail },
-                e => e,
-            })
+    fn in_child(&self, attempt: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+        // Nothing the double does is real, so the attempt runs here, not in a child.
+        self.record("in_child".into()).ok();
+        attempt()
     }
 
     fn at_step(&self, step: Step) -> Result<(), SealError> {

@@ -87,8 +87,8 @@ impl SealSys for HookedSealSys {
         LinuxSealSys.mount_table()
     }
 
-    fn probe_namespace(&self) -> Result<(), SealError> {
-        crate::namespace::probe(self)
+    fn in_child(&self, attempt: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+        LinuxSealSys.in_child(attempt)
     }
 
     fn at_step(&self, step: Step) -> Result<(), SealError> {
