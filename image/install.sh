@@ -86,9 +86,11 @@ bad=$(find "$REAL" "$X/providers" \( ! -user root -o ! -group root -o \( ! -type
 chmod 0644 /usr/local/lib/libexecguard.so /etc/execguard/policy.toml
 
 # --- mount points ------------------------------------------------------------------------------
-mkdir -p /workspace /state
+mkdir -p /workspace /state /var/log/execguard
 chmod 0755 /workspace
 chmod 1777 /state
+# The kept audit's mount point (docs/audit.md): root's, entered by no session.
+chmod 0700 /var/log/execguard
 
 # --- /etc/ld.so.preload and the manifest, last --------------------------------------------------
 echo /usr/local/lib/libexecguard.so > /etc/ld.so.preload

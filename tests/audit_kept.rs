@@ -47,11 +47,12 @@ impl Session {
     fn run(&self, who: &Identity, options: &[&str], script: &str) -> Output {
         let mut c = Command::new(&tools().cli);
         who.apply(&mut c);
-        c.arg("run")
-            .args(options)
-            .arg("--workspace")
-            .arg(&self.ws)
-            .args(["--", "/bin/sh", "-c", script])
+        c.arg("run").args(options);
+        // A policy file names its workspace itself.
+        if !options.contains(&"--policy") {
+            c.arg("--workspace").arg(&self.ws);
+        }
+        c.args(["--", "/bin/sh", "-c", script])
             .current_dir(&self.ws)
             .env("HOME", &self.home)
             .env("XDG_RUNTIME_DIR", self.base.join("runtime"))
@@ -107,9 +108,43 @@ echo END
 #[test]
 fn a_session_cannot_erase_its_kept_audit() {
     for who in identities() {
-        let label = who.label();
         let s = Session::new(&who, "attacks");
-        let out = s.run(&who, &[], ATTACKS);
+        attack_and_check(&who, &s, &[]);
+    }
+}
+
+/// A `--policy FILE` session keeps its log the same way, even with `$HOME` (the state
+/// directory) in the file's write set and an `audit_log` of its own named there: that file
+/// is never written, the kept log holds every refusal and verifies.
+#[test]
+fn a_policy_file_session_keeps_its_audit_the_same_way() {
+    for who in identities() {
+        let s = Session::new(&who, "policy");
+        let own = s.ws.join("own.jsonl");
+        let policy = s.base.join("policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "version = 1\nworkspace = \"{}\"\nmutable_roots = [\"{}\"]\naudit_log = \"{}\"\nseal = true\n",
+                s.ws.canonicalize().unwrap().display(),
+                s.home.canonicalize().unwrap().display(),
+                own.display()
+            ),
+        )
+        .unwrap();
+        attack_and_check(&who, &s, &["--policy", policy.to_str().unwrap()]);
+        assert!(
+            !own.exists(),
+            "{}: the file's own log was written",
+            who.label()
+        );
+    }
+}
+
+fn attack_and_check(who: &Identity, s: &Session, options: &[&str]) {
+    {
+        let label = who.label();
+        let out = s.run(who, options, ATTACKS);
         let stdout = text(&out.stdout);
         assert!(
             stdout.contains("END"),

@@ -113,10 +113,20 @@ fn the_first_command_is_audited() {
             .arg(&f.sys_argv));
         assert_eq!(o.code, Some(0), "{label}\n{o}");
         assert!(o.ran(), "{label}\n{o}");
-        let records = read_audit(&allow_log);
+        // A policy file's session is kept like the default one: the file's own log is
+        // replaced by the kept log (said once), which holds the record.
+        assert!(
+            o.stderr.contains("is replaced by the kept audit"),
+            "{label}\n{o}"
+        );
+        assert!(
+            !allow_log.exists(),
+            "{label}: the file's own log was written"
+        );
+        let records = read_audit(&state_dir(&f, &who).join("execguard/audit.jsonl"));
         let first = records
             .iter()
-            .find(|r| r["tool"] == "run")
+            .find(|r| r["tool"] == "run" && r["entry"] == "start")
             .unwrap_or_else(|| panic!("{label}: no record of the first command: {records:?}"));
         assert_eq!(first["decision"], "allow", "{label}: {first}");
         assert_eq!(first["path"].as_str(), Some(s(&f.sys_argv)), "{label}");

@@ -1307,3 +1307,84 @@ fn the_session_summary_brings_back_a_swallowed_refusal() {
         "{stderr}"
     );
 }
+
+/// Issue 32: PID 1 keeps the session's audit in the user's state directory, which it takes out
+/// of the container before the session starts. A session that truncates, rewrites or removes
+/// its log, or its writer's socket, or goes for PID 1's descriptors, reaches none of them: the
+/// log verifies on the host, with every refusal the session made.
+#[test]
+fn pid_1_keeps_the_audit_where_the_session_cannot_reach_it() {
+    if !docker_ready() {
+        return;
+    }
+    for profile in ["strict", "development"] {
+        let ws = Workspace::new(&format!("kept-{profile}"));
+        let xdg = ws.0.with_extension("state");
+        std::fs::create_dir_all(&xdg).unwrap();
+        let script = r#"
+A=/var/log/execguard/audit.jsonl
+cp /bin/true /workspace/t; chmod +x /workspace/t
+/workspace/t 2>/dev/null; echo first=$?
+: > "$A" 2>/dev/null; echo truncated=$?
+echo '{}' >> "$A" 2>/dev/null; echo rewritten=$?
+rm -f "$A" 2>/dev/null; echo removed=$?
+ls -A /var/log/execguard 2>/dev/null; echo listed=$?
+rm -f /run/execguard/audit.sock 2>/dev/null; echo socket_removed=$?
+ls /proc/1/fd >/dev/null 2>&1; echo pid1_fds=$?
+/workspace/t 2>/dev/null; echo second=$?
+env -i /workspace/t 2>/dev/null; echo third=$?
+"#;
+        let out = image_run(&ws)
+            .env("XDG_STATE_HOME", &xdg)
+            .args(["--profile", profile])
+            .args(["--arbitrary-command", "--", "bash", "-c", script])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        let says = |k: &str| field(&stdout, k).to_string();
+        let refused = if profile == "strict" { "126" } else { "0" };
+        for k in ["first", "second", "third"] {
+            assert_eq!(says(k), refused, "{profile} {k}\n{stdout}\n{stderr}");
+        }
+        for k in ["truncated", "rewritten", "listed", "pid1_fds"] {
+            assert_ne!(
+                says(k),
+                "0",
+                "{profile}: {k} should fail\n{stdout}\n{stderr}"
+            );
+        }
+        assert!(!stdout.contains("audit.jsonl"), "{stdout}");
+        // rm -f of a name that is not there succeeds; the socket's directory is root's.
+        assert_ne!(says("socket_removed"), "0", "{stdout}");
+        let log = xdg.join("execguard/audit.jsonl");
+        let verify = execguard()
+            .args(["audit", "verify"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        let (vout, verr) = text(&verify);
+        assert!(
+            verify.status.success(),
+            "{profile}: verify\n{vout}\n{verr}\nsession stderr:\n{stderr}"
+        );
+        let kept = std::fs::read_to_string(&log).unwrap();
+        let sessions: Vec<&str> = kept
+            .lines()
+            .filter(|l| {
+                l.contains("\"tool\":\"entrypoint\"") && l.contains("\"reason\":\"session_")
+            })
+            .collect();
+        assert_eq!(sessions.len(), 2, "one start, one end:\n{kept}");
+        assert!(sessions[1].contains("\"sig\":"), "{}", sessions[1]);
+        if profile == "strict" {
+            // bash execs twice per refused command (its exec, then its retry): at least 3.
+            let refusals = kept
+                .lines()
+                .filter(|l| {
+                    l.contains("\"decision\":\"deny\"") && l.contains("\"path\":\"/workspace/t\"")
+                })
+                .count();
+            assert!(refusals >= 3, "{refusals} refusals kept:\n{kept}");
+        }
+    }
+}

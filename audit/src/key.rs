@@ -52,29 +52,35 @@ fn passwd_home() -> Option<PathBuf> {
 #[derive(Clone, Debug)]
 pub struct StateDir {
     path: PathBuf,
+    /// Whose it is: this process's user, or (PID 1 of the image, root) the host user's
+    /// directory mounted in, whose files stay that user's ([`StateDir::give_to_owner`]).
+    owner: u32,
 }
 
-/// A directory of ours: made `0700` if missing; a link, another owner, or a group or other
-/// write bit is refused (someone else could replace what it holds).
-fn own_dir(path: &Path) -> io::Result<()> {
+/// A directory of `owner`'s: made `0700` if missing; a link, another owner, or a group or
+/// other write bit is refused (someone else could replace what it holds).
+fn own_dir(path: &Path, owner: u32) -> io::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
     let meta = std::fs::symlink_metadata(path)?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+    if !meta.is_dir() || meta.uid() != owner || meta.mode() & 0o022 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "{} is not a directory of this user that only it may write",
+                "{} is not a directory of uid {owner} that only it may write",
                 path.display()
             ),
         ));
     }
     Ok(())
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
 }
 
 impl StateDir {
@@ -86,11 +92,45 @@ impl StateDir {
                 .mode(0o700)
                 .create(parent)?;
         }
-        own_dir(path)?;
+        Self::open_owned(path, euid())
+    }
+
+    /// The state directory at `path`, which exists and is `owner`'s: the image's PID 1
+    /// (root) keeps the host user's directory, mounted in. What it makes there it gives to
+    /// `owner` ([`StateDir::give_to_owner`]), so the user reads and verifies it on the host.
+    pub fn open_owned(path: &Path, owner: u32) -> io::Result<StateDir> {
+        own_dir(path, owner)?;
         let path = path.canonicalize()?;
-        own_dir(&path.join("key"))?;
-        own_dir(&path.join("run"))?;
-        Ok(StateDir { path })
+        let state = StateDir { path, owner };
+        for dir in [state.key_dir(), state.socket_dir()] {
+            own_dir(&dir, euid())
+                .or_else(|_| own_dir(&dir, owner))
+                .and_then(|()| state.give(&dir))?;
+        }
+        Ok(state)
+    }
+
+    /// Gives what this process made in the directory (its subdirectories, the log, the
+    /// keys) to the directory's owner, when that is another user.
+    pub fn give_to_owner(&self) -> io::Result<()> {
+        for p in [
+            self.log(),
+            self.public_file(),
+            self.key_dir().join("audit.key"),
+        ] {
+            match self.give(&p) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                r => r?,
+            }
+        }
+        Ok(())
+    }
+
+    fn give(&self, path: &Path) -> io::Result<()> {
+        if self.owner == euid() {
+            return Ok(());
+        }
+        std::os::unix::fs::lchown(path, Some(self.owner), None)
     }
 
     pub fn path(&self) -> &Path {
@@ -120,7 +160,7 @@ impl StateDir {
     /// `audit.pub`). Two writers making it at once agree: the first link wins.
     pub fn signing_key(&self) -> io::Result<SigningKey> {
         let file = self.key_dir().join("audit.key");
-        match read_key(&file) {
+        match read_key(&file, self.owner) {
             Ok(key) => {
                 self.publish(&key)?;
                 return Ok(key);
@@ -150,7 +190,7 @@ impl StateDir {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
-        let key = read_key(&file)?;
+        let key = read_key(&file, self.owner)?;
         self.publish(&key)?;
         Ok(key)
     }
@@ -192,16 +232,15 @@ fn bad(path: &Path) -> io::Error {
     )
 }
 
-/// The seed file: regular, ours, `0600` at most.
-fn read_key(path: &Path) -> io::Result<SigningKey> {
+/// The seed file: regular, `owner`'s (or this process's), `0600` at most.
+fn read_key(path: &Path, owner: u32) -> io::Result<SigningKey> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
     let meta = f.metadata()?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+    if !meta.is_file() || (meta.uid() != owner && meta.uid() != euid()) || meta.mode() & 0o077 != 0
+    {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(

@@ -151,9 +151,20 @@ impl Writer {
     /// socket must exist when the session's world is made, and its directory is one the
     /// session cannot write.
     pub fn start(state: &StateDir, session: Session) -> io::Result<Writer> {
+        Self::start_at(state, session, None)
+    }
+
+    /// [`Writer::start`] with the socket bound at `socket` instead of the state directory's
+    /// `run/` (the image's PID 1: its state directory is unmounted before the session starts,
+    /// and the image policy names the socket).
+    pub fn start_at(
+        state: &StateDir,
+        session: Session,
+        socket: Option<PathBuf>,
+    ) -> io::Result<Writer> {
         let key = state.signing_key()?;
         let id = new_session_id()?;
-        let socket = state.socket_dir().join(format!("{id}.sock"));
+        let socket = socket.unwrap_or_else(|| state.socket_dir().join(format!("{id}.sock")));
         let mut addr = execguard_os::audit::Address::new();
         let dir = addr
             .set(socket.as_os_str().as_bytes())
@@ -218,6 +229,14 @@ impl Writer {
             .lock()
             .map(|c| c.id.clone())
             .unwrap_or_default()
+    }
+
+    /// Notes the assurance the session got, for its last record (the image's PID 1 knows it
+    /// once the seal is planned: the session's first process there is no execguard code).
+    pub fn report_assurance(&self, assurance: &str) {
+        if let Ok(mut r) = self.shared.reported.lock() {
+            r.1 = Some(assurance.to_string());
+        }
     }
 
     /// Keeps a record this process made itself (the session's first command, decided before

@@ -1,6 +1,7 @@
-//! Records of the start chain's refusals in the image policy's audit log, in the one schema
-//! (`execguard_policy::audit`), through the one writer (`execguard_os::audit::append`), so
-//! `execguard audit` counts them beside the guard's and the wrappers'.
+//! Records of the start chain's refusals, in the one schema (`execguard_policy::audit`), so
+//! `execguard audit` counts them beside the guard's and the wrappers': kept by PID 1's writer
+//! when the image policy names one (`crate::kept`), else appended to the policy's log
+//! (`execguard_os::audit::append`).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -22,12 +23,23 @@ pub fn policy_log(paths: &Paths) -> Option<(std::path::PathBuf, execguard_policy
     Some((log, policy.profile()))
 }
 
-/// Appends the record of a refusal by `tool` (`entrypoint`, `provider`) at `entry` (`start`,
-/// `wrapper`): the code, the detail as `path`, the command line as `target`. Without a
-/// readable policy there is no log to write to; a record that cannot be written is said on
-/// stderr (the refusal stands either way).
+/// The image policy's socket of PID 1's writer (re-rooted below a test root), if it names one.
+pub fn policy_socket(paths: &Paths) -> Option<std::path::PathBuf> {
+    let loaded = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None).ok()?;
+    let socket = loaded.policy().audit_socket()?.to_vec();
+    Some(paths.root.join(OsStr::from_bytes(
+        socket.strip_prefix(b"/").unwrap_or(&socket),
+    )))
+}
+
+/// Records a refusal by `tool` (`entrypoint`, `provider`) at `entry` (`start`, `wrapper`):
+/// the code, the detail as `path`, the command line as `target`. PID 1 keeps its own through
+/// its writer (`kept`); the provider wrapper, inside the session, sends to that writer's
+/// socket. Without a readable policy there is no log to write to; a record that cannot be
+/// written is said on stderr (the refusal stands either way).
 pub fn record_refusal(
     paths: &Paths,
+    kept: Option<crate::kept::Kept>,
     tool: &str,
     entry: &str,
     code: &str,
@@ -51,7 +63,19 @@ pub fn record_refusal(
         detail.as_bytes(),
         &target,
     );
-    if execguard_os::audit::append(log.as_os_str().as_bytes(), &record).is_err() {
+    if let Some(kept) = kept {
+        let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
+        let n = execguard_policy::audit::format_record(&record, &mut buf);
+        kept.keep_refusal(&buf[..n]);
+        return;
+    }
+    // A policy with a writer: the log is the writer's alone (a start refused before the
+    // writer began is said on stderr only: the session's records were never in reach).
+    let written = match policy_socket(paths) {
+        Some(socket) => execguard_os::audit::send(socket.as_os_str().as_bytes(), &record),
+        None => execguard_os::audit::append(log.as_os_str().as_bytes(), &record),
+    };
+    if written.is_err() {
         eprintln!(
             "execguard-{tool}: warning: audit_unwritable: the refusal could not be recorded in {}",
             log.display()

@@ -102,11 +102,24 @@ fn refuse(r: &Refusal) -> i32 {
     EXIT_REFUSED
 }
 
-/// [`refuse`], and a record in the image policy's audit log (tool `entrypoint`, entry
-/// `start`), so a session that never started leaves a trace.
-fn refuse_audited(paths: &Paths, args: &[OsString], r: &Refusal) -> i32 {
+/// [`refuse`], and a record in the image's audit (tool `entrypoint`, entry `start`), so a
+/// session that never started leaves a trace: kept by PID 1's writer once it has begun.
+fn refuse_audited(
+    paths: &Paths,
+    kept: Option<crate::kept::Kept>,
+    args: &[OsString],
+    r: &Refusal,
+) -> i32 {
     let code = refuse(r);
-    crate::audit::record_refusal(paths, "entrypoint", "start", r.code(), r.detail(), args);
+    crate::audit::record_refusal(
+        paths,
+        kept,
+        "entrypoint",
+        "start",
+        r.code(),
+        r.detail(),
+        args,
+    );
     code
 }
 
@@ -132,14 +145,15 @@ pub fn run(
     sys.set_umask(0o077);
     let mode = match parse_mode(args) {
         Ok(m) => m,
-        Err(r) => return refuse_audited(paths, args, &r),
+        Err(r) => return refuse_audited(paths, None, args, &r),
     };
     if let Mode::GenerateManifest { root, files } = &mode {
         return generate(root, files);
     }
-    match prepare(paths, sys, &mode, env, today) {
+    let mut kept = None;
+    match prepare(paths, sys, &mode, env, today, &mut kept) {
         Ok(prepared) => start(prepared),
-        Err(r) => refuse_audited(paths, args, &r),
+        Err(r) => refuse_audited(paths, kept.take(), args, &r),
     }
 }
 
@@ -165,6 +179,8 @@ struct Prepared {
     /// Where the session's refusals start in the image policy's audit log: PID 1 prints their
     /// summary when the session ends, as `execguard run` does on a host (issue 30).
     summary: Option<execguard_session::summary::Mark>,
+    /// PID 1's audit writer, when the image policy names one (`crate::kept`).
+    audit: Option<execguard_audit::writer::Writer>,
 }
 
 fn start(mut prepared: Prepared) -> i32 {
@@ -178,7 +194,7 @@ fn start(mut prepared: Prepared) -> i32 {
         remove_temp: None,
         // The container's network is Docker's (`--network`), the image's to choose.
         network: None,
-        audit: None,
+        audit: prepared.audit.take(),
     };
     let mut supervisor = match Supervisor::install(Stand::Init, duties) {
         Ok(s) => s,
@@ -191,6 +207,8 @@ fn start(mut prepared: Prepared) -> i32 {
                 "{NAME}: failed to start {:?}: {e}",
                 prepared.cmd.get_program()
             );
+            // The duties still end what was begun (the audit's chain above all).
+            supervisor.finish();
             return spawn_failure_code(&e);
         }
     };
@@ -232,11 +250,14 @@ fn prepare(
     mode: &Mode,
     env: &[(OsString, OsString)],
     today: Date,
+    kept: &mut Option<crate::kept::Kept>,
 ) -> Result<Prepared, Refusal> {
     let session = parse_session_env(&env_pairs(env), today)
         .map_err(|e| Refusal::coded(e.code(), e.detail()))?;
 
     let start = check_start(sys, &session)?;
+    // PID 1's audit writer, from here on the keeper of every record of the session.
+    *kept = crate::kept::start(paths, session.host_uid, session.host_gid, session.profile)?;
     manifest::verify_manifest(paths, &session.manifest_sha256)
         .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
 
@@ -245,6 +266,10 @@ fn prepare(
     let sealed = plan_seal(&session, arbitrary, &mut reductions)?;
     harden_write_set(paths, &session, start, &mut reductions)?;
     let mask_repo_config = plan_repo_config(paths, &session, start, &mut reductions)?;
+    if let Some(k) = kept {
+        k.writer
+            .report_assurance(&Assurance::new(reductions.clone()).to_string());
+    }
     let (owner, user_name) = record_runtime_state(paths, &session, start, reductions)?;
     if mask_repo_config && start == Start::Root {
         mask_repo_config_files(paths)?;
@@ -257,6 +282,14 @@ fn prepare(
         Some(chain::create_link().map_err(|e| Refusal::coded("chain_failed", e.to_string()))?)
     };
 
+    // Where the session's refusals begin in the log, for PID 1's summary at its end: taken
+    // (the log opened) before the log's directory leaves the tree.
+    let summary =
+        crate::audit::policy_log(paths).map(|(log, _)| execguard_session::summary::Mark::now(&log));
+    if let Some(k) = kept {
+        k.hide(session.host_uid)?;
+    }
+
     drop_privileges(
         sys,
         Target {
@@ -266,6 +299,12 @@ fn prepare(
         start,
     )
     .map_err(|e| Refusal::coded(e.code(), e.to_string()))?;
+    if kept.is_some() {
+        // PID 1 now runs as the session's user and holds the log's descriptor: no process of
+        // the session may trace it or reopen that descriptor through /proc/1/fd.
+        // SAFETY: prctl with integer arguments only.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    }
 
     if sealed {
         // After the drop: no_new_privs is set, so an unprivileged process may restrict itself.
@@ -276,24 +315,28 @@ fn prepare(
     // Recorded last, right before the session starts.
     let clear_privileges = Some(record_privileges(paths));
     let handback = record_handback(paths, &session);
-    // Where the session's refusals begin in the log, for PID 1's summary at its end.
-    let summary =
-        crate::audit::policy_log(paths).map(|(log, _)| execguard_session::summary::Mark::now(&log));
     Ok(Prepared {
         cmd,
         _link: link,
         handback,
         clear_privileges,
         summary,
+        audit: kept.take().map(|k| k.writer),
     })
 }
 
 /// What outlives the session in its write set, recorded for the sweep of setuid/setgid bits
 /// and file capabilities at its end.
 fn record_privileges(paths: &Paths) -> execguard_session::privileges::Sweep {
-    let log = crate::audit::policy_log(paths).map(|(log, _)| log);
+    let log = records_to(paths);
     let workspace = paths.workspace.canonicalize().ok();
     execguard_session::privileges::Sweep::starting_now(lasting_roots(paths), workspace, log)
+}
+
+/// Where PID 1's own records at the session's end go: its writer's socket when the policy
+/// names one (the log is the writer's alone), else the policy's log.
+fn records_to(paths: &Paths) -> Option<PathBuf> {
+    crate::audit::policy_socket(paths).or_else(|| crate::audit::policy_log(paths).map(|(l, _)| l))
 }
 
 /// What outlives the session in the image's write set: its mutable roots (the image makes no
@@ -623,7 +666,7 @@ fn provider_command(
 /// The session's repositories, recorded for the hand-back (every profile, docs/handback.md).
 fn record_handback(paths: &Paths, session: &SessionEnv) -> Option<Handback> {
     Some({
-        let log = crate::audit::policy_log(paths).map(|(log, _)| log);
+        let log = records_to(paths);
         // The image's other mutable roots are handed back too.
         let workspace = paths
             .workspace

@@ -25,6 +25,7 @@ pub mod chain;
 pub mod entrypoint;
 pub mod env;
 pub mod home;
+pub mod kept;
 pub mod manifest;
 pub mod noexec;
 pub mod paths;

@@ -117,7 +117,15 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
             // The agent asked for something the session forbids: the trace outlives it.
             let detail = e.to_string();
             let detail = detail.split_once(": ").map_or(&detail[..], |(_, d)| d);
-            crate::audit::record_refusal(paths, "provider", "wrapper", e.code(), detail, args);
+            crate::audit::record_refusal(
+                paths,
+                None,
+                "provider",
+                "wrapper",
+                e.code(),
+                detail,
+                args,
+            );
             return EXIT_REFUSED;
         }
     };

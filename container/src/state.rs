@@ -179,15 +179,20 @@ fn ensure_root_dir(
     Ok(fd)
 }
 
-/// Writes the runtime state once. Must run as root (the files must be root-owned).
-pub fn write_state(paths: &Paths, state: &RuntimeState) -> Result<(), StateError> {
+/// `/run/execguard`, made root's `0755` if missing, and checked to be root's alone.
+pub fn ensure_run_dir(paths: &Paths) -> Result<std::os::fd::OwnedFd, StateError> {
     let run = paths.run_dir.display().to_string();
     let (parent, run_name) =
         sys::open_parent(&paths.run_dir).map_err(|source| StateError::Open {
             what: run.clone(),
             source,
         })?;
-    let run_fd = ensure_root_dir(parent.as_fd(), run_name, &run)?;
+    ensure_root_dir(parent.as_fd(), run_name, &run)
+}
+
+/// Writes the runtime state once. Must run as root (the files must be root-owned).
+pub fn write_state(paths: &Paths, state: &RuntimeState) -> Result<(), StateError> {
+    let run_fd = ensure_run_dir(paths)?;
     let dir = ensure_root_dir(
         run_fd.as_fd(),
         OsStr::new("state"),

@@ -28,7 +28,13 @@ pub struct Session {
     pub tty: bool,
     /// The entrypoint's arguments (provider arguments or `--arbitrary-command -- CMD...`).
     pub entry_args: Vec<OsString>,
+    /// The user's state directory, where PID 1 keeps the session's audit (mounted on
+    /// [`AUDIT_DIR`]; PID 1 unmounts it before the session starts: docs/audit.md).
+    pub audit_dir: Option<PathBuf>,
 }
+
+/// Where the image policy's kept log lies (`audit_log`), the state directory's mount point.
+pub const AUDIT_DIR: &str = "/var/log/execguard";
 
 /// `--tmpfs` value: `PATH:rw,FLAGS,size=Nm,mode=M`.
 pub(crate) fn tmpfs_spec(t: &Tmpfs) -> String {
@@ -44,14 +50,18 @@ pub(crate) fn tmpfs_spec(t: &Tmpfs) -> String {
 /// The workspace mount: a plain bind; the entrypoint makes it `noexec,nosuid,nodev` (strict) or
 /// `nosuid,nodev` (other profiles) before the session starts, and verifies it.
 pub fn workspace_mount(dir: &Path) -> Result<String> {
+    bind_mount(dir, PROFILE.workspace)
+}
+
+fn bind_mount(dir: &Path, dst: &str) -> Result<String> {
     let d = dir
         .to_str()
-        .context("the workspace path is not UTF-8")?
+        .with_context(|| format!("the path {} is not UTF-8", dir.display()))?
         .to_string();
     if d.contains([',', '"', '\n', '=']) {
-        bail!("the workspace path {d:?} holds a character a mount specification cannot carry");
+        bail!("the path {d:?} holds a character a mount specification cannot carry");
     }
-    Ok(format!("type=bind,src={d},dst={}", PROFILE.workspace))
+    Ok(format!("type=bind,src={d},dst={dst}"))
 }
 
 /// The `docker run` arguments for a session (after `docker`).
@@ -92,6 +102,10 @@ pub fn docker_run_args(s: &Session) -> Result<Vec<OsString>> {
     push(&format!("--workdir={}", p.workdir));
     push("--mount");
     push(&workspace_mount(&s.workspace)?);
+    if let Some(dir) = &s.audit_dir {
+        push("--mount");
+        push(&bind_mount(dir, AUDIT_DIR)?);
+    }
     for (k, v) in session_env(s) {
         push("--env");
         push(&format!("{k}={v}"));
@@ -379,6 +393,14 @@ format!(
         pass_env: req.pass_env,
         tty: std::io::stdin().is_terminal() && std::io::stdout().is_terminal(),
         entry_args,
+        // The user's state directory, made here as `execguard run` makes it: the image's
+        // sessions append to the same kept log, verified the same way.
+        audit_dir: Some(
+            execguard_audit::key::default_state_dir()
+                .and_then(|d| execguard_audit::key::StateDir::open(&d))
+                .map(|s| s.path().to_path_buf())
+                .context("audit_unwritable: the user's state directory for the kept audit")?,
+        ),
     };
     Ok(Launch {
         session,

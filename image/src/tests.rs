@@ -25,6 +25,7 @@ fn session(profile: &str) -> Session {
         pass_env: vec![],
         tty: false,
         entry_args: vec!["--version".into()],
+        audit_dir: None,
     }
 }
 

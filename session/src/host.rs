@@ -89,6 +89,15 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
     let mut partition = seal::partition_with_temp(&policy, temp.as_ref().map(|t| t.path()));
     if let Some(k) = &kept {
         partition.hidden.push(k.key_dir.clone());
+        // A policy file's write set may hold the state directory: it stays read-only there
+        // like an exec dir (the default policy lists it among its exec dirs already).
+        let state = k.key_dir.parent().map(Path::to_path_buf);
+        if let Some(state) = state.filter(|d| {
+            policy.mutable_root_of(d.as_os_str().as_bytes()).is_some()
+                && !partition.exec_dirs.contains(d)
+        }) {
+            partition.exec_dirs.push(state);
+        }
     }
     // The session's own world, decided before the supervisor forks. Under development its
     // home layer and its own /tmp and /var/tmp run what the session builds and installs
@@ -225,7 +234,53 @@ pub fn run(sys: &dyn SessionSys, opts: &HostOptions) -> Result<u8> {
 /// (it cannot be overridden from here), or the embedded default, with its kept audit.
 fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<(Loaded, Option<KeptAudit>)> {
     if let Some(path) = &opts.policy {
-        return Ok((policy_text::policy_file(path)?, None));
+        let loaded = policy_text::policy_file(path)?;
+        if opts.audit.is_some() {
+            // The weaker mode, spelled differently: the file's own log, written by the
+            // session itself.
+            eprintln!("execguard: notice: --audit: the session appends its own records to the policy file's audit_log, which it can also rewrite; leave --audit out for the kept audit (docs/audit.md)");
+            return Ok((loaded, None));
+        }
+        // A policy file's session keeps its records the same way: the writer outside it
+        // appends them to the user's kept log; the file's own `audit_log` is replaced.
+        let policy = execguard_policy::Policy::parse(&loaded.text)
+            .map_err(|e| anyhow::anyhow!("policy_invalid: {}: {e}", path.display()))?;
+        let workspace = PathBuf::from(OsStr::from_bytes(policy.workspace()));
+        let (profile, seal) = (policy.profile(), policy.seal());
+        if let Some(own) = policy.audit_log() {
+            eprintln!(
+                "execguard: notice: --policy: the file's audit_log {} is replaced by the kept audit; --audit {} keeps the old mode",
+                String::from_utf8_lossy(own),
+                String::from_utf8_lossy(own)
+            );
+        }
+        let text = String::from_utf8(loaded.text.clone())
+            .map_err(|_| anyhow::anyhow!("policy_invalid: {} is not UTF-8", path.display()))?;
+        let text = without_kept_keys(&text);
+        // Inside a kept session: its writer keeps these records too.
+        let outer = policy_text::policy_in_force()
+            .ok()
+            .flatten()
+            .filter(|l| l.source == Source::Environment)
+            .and_then(|l| {
+                let p = l.policy();
+                Some((p.audit_log()?.to_vec(), p.audit_socket()?.to_vec()))
+            });
+        let (text, kept) = match outer {
+            Some((log, socket)) => (with_kept_lines(&text, &log, &socket), None),
+            None => {
+                let (text, kept) = keep_audit(open_state()?, &text, &workspace, profile, seal)?;
+                (text, Some(kept))
+            }
+        };
+        return Ok((
+            Loaded {
+                source: loaded.source,
+                text: text.into_bytes(),
+                profile: loaded.profile,
+            },
+            kept,
+        ));
     }
     // A session started inside a kept one sends its records to the same writer (its state
     // directory is read-only here and its key hidden).
@@ -268,11 +323,7 @@ fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<(Loaded, O
             None
         }
         None => {
-            let state = execguard_audit::key::StateDir::open(
-                &execguard_audit::key::default_state_dir()
-                    .context("audit_unwritable: no state directory for the kept audit")?,
-            )
-            .context("audit_unwritable: the kept audit's state directory")?;
+            let state = open_state()?;
             // In the write set ($HOME), the state directory is kept read-only like an exec dir
             // (its files are no programs: none has an execute bit, and the session can set
             // none on a read-only mount); its key directory is hidden (`Partition::hidden`).
@@ -315,6 +366,28 @@ fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<(Loaded, O
     let Some(state) = kept else {
         return Ok((loaded(text), None));
     };
+    let (text, kept) = keep_audit(state, &text, &workspace, profile, seal)?;
+    Ok((loaded(text), Some(kept)))
+}
+
+/// The user's state directory for the kept audit, made and checked.
+fn open_state() -> Result<execguard_audit::key::StateDir> {
+    execguard_audit::key::StateDir::open(
+        &execguard_audit::key::default_state_dir()
+            .context("audit_unwritable: no state directory for the kept audit")?,
+    )
+    .context("audit_unwritable: the kept audit's state directory")
+}
+
+/// Starts the kept audit's writer for a session of `text` (a policy naming no log) and names
+/// its log and socket in the text.
+fn keep_audit(
+    state: execguard_audit::key::StateDir,
+    text: &str,
+    workspace: &Path,
+    profile: Profile,
+    seal: bool,
+) -> Result<(String, KeptAudit)> {
     let planned = match (profile, seal) {
         (Profile::Strict, true) => "strict".to_string(),
         (Profile::Strict, false) => "reduced:unsealed".to_string(),
@@ -333,21 +406,37 @@ fn session_policy(sys: &dyn SessionSys, opts: &HostOptions) -> Result<(Loaded, O
     // The log and the socket name the writer's: the guard sends there, and no process of the
     // session writes the log itself.
     let text = with_kept_lines(
-        &text,
+        text,
         policy_text::policy_path(&state.log())?.as_bytes(),
         policy_text::policy_path(writer.socket())?.as_bytes(),
     );
-    let loaded = loaded(text);
-    if let Err(e) = execguard_policy::Policy::parse(&loaded.text) {
+    if let Err(e) = execguard_policy::Policy::parse(text.as_bytes()) {
         bail!("the session policy with its kept audit does not parse: {e}");
     }
     Ok((
-        loaded,
-        Some(KeptAudit {
+        text,
+        KeptAudit {
             writer: Some(writer),
             key_dir: state.key_dir(),
-        }),
+        },
     ))
+}
+
+/// `text` without its top-level `audit_log` and `audit_socket` (a policy file's own log,
+/// which the kept audit replaces).
+fn without_kept_keys(text: &str) -> String {
+    let mut top = true;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        top &= !t.starts_with('[');
+        let key = t.split(['=', ' ', '\t']).next().unwrap_or("");
+        if top && matches!(key, "audit_log" | "audit_socket") {
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// `text` (a default policy without `audit_log`) naming the kept log and its writer's socket.

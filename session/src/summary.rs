@@ -17,19 +17,27 @@ use std::path::{Path, PathBuf};
 /// its first records, and says so.
 const READ_MAX: u64 = 4 << 20;
 
-/// Where the session's records begin: the log's size when it started.
+/// Where the session's records begin: the log's size when it started, and the log itself
+/// when it was there: read back through that descriptor, a log no name reaches at the end
+/// (the image's, unmounted before the session starts: `execguard_container::kept`) is read.
 #[derive(Clone, Debug)]
 pub struct Mark {
     log: PathBuf,
     offset: u64,
+    file: Option<std::sync::Arc<std::fs::File>>,
 }
 
 impl Mark {
     /// The log as it is now; a log that does not exist yet begins at 0.
     pub fn now(log: &Path) -> Mark {
+        let file = std::fs::File::open(log).ok();
         Mark {
             log: log.to_path_buf(),
-            offset: std::fs::metadata(log).map_or(0, |m| m.len()),
+            offset: file
+                .as_ref()
+                .and_then(|f| f.metadata().ok())
+                .map_or(0, |m| m.len()),
+            file: file.map(std::sync::Arc::new),
         }
     }
 
@@ -82,8 +90,16 @@ impl Summary {
     /// summary: the refusals were said when they happened, and the log is the operator's to
     /// check (`execguard audit`).
     pub fn since(mark: &Mark) -> Summary {
-        let Ok(mut file) = std::fs::File::open(&mark.log) else {
-            return Summary::default();
+        let opened;
+        let mut file: &std::fs::File = match &mark.file {
+            Some(f) => f,
+            None => match std::fs::File::open(&mark.log) {
+                Ok(f) => {
+                    opened = f;
+                    &opened
+                }
+                Err(_) => return Summary::default(),
+            },
         };
         let mut bytes = Vec::new();
         let read = file
@@ -273,9 +289,13 @@ mod tests {
         let s = Summary::since(&mark);
         assert_eq!(s.rows.len(), 1, "{s:?}");
         assert_eq!(s.rows[0].reason, "anonymous_native");
-        // A log that is gone says nothing (the refusals were said when they happened).
+        // A log no name reaches any more (the image's, unmounted) is read through the
+        // descriptor the mark took.
         std::fs::remove_file(&log).unwrap();
-        assert!(Summary::since(&mark).lines(&log).is_empty());
+        assert_eq!(Summary::since(&mark), s);
+        // A log that never was says nothing (the refusals were said when they happened).
+        let never = Mark::now(&dir.join("never.jsonl"));
+        assert!(Summary::since(&never).lines(&log).is_empty());
     }
 
     #[test]

@@ -184,12 +184,17 @@ impl Supervisor {
             temp.remove();
         }
         // Last of the writers: the hand-back's and the sweep's records are the session's too.
-        if let Some(serving) = self.audit {
-            if let Err(e) = serving.finish(None) {
-                eprintln!(
-                    "execguard: audit_unwritable: the session's last audit record could not be written: {e}"
-                );
-            }
+        // A writer that never served (the first process could not be started) still ends
+        // its session's chain.
+        let ended = match (self.audit, self.duties.audit) {
+            (Some(serving), _) => Some(serving.finish(None)),
+            (None, Some(writer)) => Some(writer.finish_unstarted()),
+            (None, None) => None,
+        };
+        if let Some(Err(e)) = ended {
+            eprintln!(
+                "execguard: audit_unwritable: the session's last audit record could not be written: {e}"
+            );
         }
         if let Some(mark) = &self.duties.summary {
             crate::summary::Summary::since(mark).print(mark.log());

@@ -35,6 +35,22 @@ static void *killer(void *arg) {
     return NULL;
 }
 
+/* A child that execve(path)s, killing itself after `kill_after_us` µs when that is not -1;
+ * exits 0 when the exec was refused (EACCES). */
+static pid_t spawn_exec(char *path, long kill_after_us) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *args[] = {path, NULL};
+        pthread_t t;
+        selfkill_delay_us = kill_after_us;
+        if (kill_after_us >= 0)
+            pthread_create(&t, NULL, killer, NULL);
+        execve(path, args, environ);
+        _exit(errno == EACCES ? 0 : 1);
+    }
+    return pid;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "closeall")) {
         char *args[] = {argv[2], NULL};
@@ -52,17 +68,9 @@ int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "selfkill")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {
-            pid_t pid = fork();
+            pid_t pid = spawn_exec(argv[3], 5L * i);
             if (pid < 0)
                 return 2;
-            if (pid == 0) {
-                char *args[] = {argv[3], NULL};
-                pthread_t t;
-                selfkill_delay_us = 5L * i;
-                pthread_create(&t, NULL, killer, NULL);
-                execve(argv[3], args, environ);
-                _exit(errno == EACCES ? 0 : 1);
-            }
             int st;
             waitpid(pid, &st, 0);
         }
@@ -90,14 +98,9 @@ int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "storm")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {
-            pid_t pid = fork();
+            pid_t pid = spawn_exec(argv[3], -1);
             if (pid < 0)
                 return 2;
-            if (pid == 0) {
-                char *args[] = {argv[3], NULL};
-                execve(argv[3], args, environ);
-                _exit(errno == EACCES ? 0 : 1);
-            }
             if (i % 2)
                 kill(pid, SIGKILL);
         }
