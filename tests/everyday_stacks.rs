@@ -55,6 +55,26 @@ fn stacks() -> Vec<Stack> {
             works: "hi from C",
         },
         Stack {
+            name: "venv-compiled-module",
+            needs: "/usr/bin/python3-config",
+            files: &[("hello.c", C_EXTENSION)],
+            // A compiled module in a virtualenv's site-packages, as a wheel such as orjson
+            // leaves it.
+            script: "/usr/bin/python3 -m venv venv && site=$(venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])') && cc -shared -fPIC $(/usr/bin/python3-config --includes) hello.c -o $site/hello$(/usr/bin/python3-config --extension-suffix) && venv/bin/python -c 'import hello; print(hello.hi())'",
+            works: "hi from C",
+        },
+        Stack {
+            name: "npm-native-bin",
+            needs: "/usr/bin/npm",
+            files: &[(
+                "package.json",
+                "{\"name\":\"app\",\"version\":\"1.0.0\",\"scripts\":{\"build\":\"esbuild native tool ran\"}}\n",
+            )],
+            // A native binary in node_modules/.bin, as esbuild's package installs it.
+            script: "mkdir -p node_modules/.bin && cp /bin/echo node_modules/.bin/esbuild && npm run --silent build",
+            works: "native tool ran",
+        },
+        Stack {
             name: "cargo-build-rs",
             needs: "/usr/bin/cargo",
             files: &support::CARGO_WITH_BUILD_RS,
@@ -93,6 +113,34 @@ fn stacks() -> Vec<Stack> {
             // Both build in $TMPDIR and run what they built there.
             script: "git init -q . && go test . && go run .",
             works: "hello from go",
+        },
+        Stack {
+            name: "go-install",
+            needs: "/usr/bin/go",
+            files: &[
+                ("go.mod", "module example.com/hello\n\ngo 1.19\n"),
+                (
+                    "main.go",
+                    "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from go\") }\n",
+                ),
+            ],
+            // Into $HOME/go/bin, then run from there.
+            script: "git init -q . && go install . && $HOME/go/bin/hello",
+            works: "hello from go",
+        },
+        Stack {
+            name: "cargo-install",
+            needs: "/usr/bin/cargo",
+            files: &[
+                (
+                    "Cargo.toml",
+                    "[package]\nname = \"ci\"\nversion = \"0.1.0\"\nedition = \"2018\"\n\n[workspace]\n",
+                ),
+                ("src/main.rs", "fn main() { println!(\"installed tool ran\"); }\n"),
+            ],
+            // Into $HOME/.cargo/bin (a fresh home: no exec dir of the operator's there).
+            script: "/usr/bin/cargo install --offline -q --path . 2>cargo.err || { sed s/^/cargo.err:/ cargo.err >&2; exit 1; }; $HOME/.cargo/bin/ci",
+            works: "installed tool ran",
         },
         Stack {
             name: "scratch-in-tmp",
