@@ -6,7 +6,7 @@ Each variant runs the harness's exec chain (benches/harness/src/c/chain.c, built
 `cc -O2` into a root-owned directory outside every write set) twice under `strace -ff`:
 with N hops and with 0. Only the chain's own process is counted, from its first exec of the
 chain on (the chain execs in one process): not the session's supervisor nor the session's
-start, whose calls depend on what its walks find on a shared machine (200,000 and more
+start and end, whose calls depend on what the end's sweep finds on a shared machine (200,000 and more
 `statx` here) and so do not cancel between two runs. Per hop = (calls(N) - calls(0)) / N,
 so the chain's own start and exit cancel out. Usage (as root, from the repository):
 
