@@ -18,7 +18,7 @@
 //! | [`seal`] | the glue into `execguard_seal`: the partition a policy describes, and sealing this process |
 //! | [`reaper`] | the supervisor's tini loop: signals blocked, waited for, passed on; every exited process reaped |
 //! | [`supervisor`] | the process that stays outside the session (the host's fork, the container's PID 1) and its duties at the end |
-//! | [`assurance`] | the start record of what the session is held to |
+//! | [`assurance`] | the start records (what the session is held to, the verdict on its first command), through one writer |
 //! | [`handback`] | the repositories recorded at the start and handed back, reviewed, at the end |
 //! | [`go_exec`] | `go test` and `go run` of a strict session start what they built through a program the guard is in, so its refusal is seen |
 //! | [`session_temp`] | the temp directory of a development session: its own, written and executed, removed at the end |
@@ -28,7 +28,6 @@
 //! | [`world`] | the session's own world: its home layer, temp and runtime dirs, the outside's sockets hidden; `execguard home` |
 //! | [`network`] | the session's own network, served by the supervisor: the proxy that refuses the host, the declared host ports |
 //! | [`launch`] | the session's first command, decided by the same engine as the guard |
-//!
 //! | [`sys`] | the seam: the kernel calls that choose a step's fallback, and their recording double |
 //!
 //! Support for every step: [`paths`] (canonical names, resolved once per process) and

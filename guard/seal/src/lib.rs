@@ -19,15 +19,28 @@
 //! What was applied is returned as an [`Enforcement`] report, built from what the kernel
 //! accepted.
 //!
-//! One concern per file: `abi` (the kernel's Landlock ABI), `partition` (the write set, the
-//! exec dirs, the `both` roots), [`mountinfo`] (the mount table and the kernel's lookup in
-//! it), [`aliases`] (second names of either side), [`namespace`] (the private mount namespace
-//! and its binds), `mounts_step` (the namespace as [`MountsMode`] asks, or the reduction a
-//! session goes on at without it), `mount_calls` (the raw calls on mounts and names), `landlock` (the
-//! rules and the ruleset), [`seccomp`], [`capabilities`], [`report`] (what was enforced),
-//! `error` (the refusals), [`sys`] (the seam to the kernel, with its recording double) and
-//! `test_hooks` (the process-level tests' answers of that seam, test builds only); this file
-//! applies them in order.
+//! One concern per file; this file applies them in order ([`seal`]):
+//!
+//! | file | what it owns |
+//! |------|--------------|
+//! | `abi` | the kernel's Landlock ABI, and whether it is enough for the partition |
+//! | `partition` | the write set, the exec dirs, the `both` roots, the hidden dirs |
+//! | [`mountinfo`] | the mount table, and the kernel's lookup of the mount a path reaches |
+//! | [`aliases`] | second names of either side of the partition |
+//! | `mounts_step` | the namespace as [`MountsMode`] asks, or the reduction a session goes on at without it |
+//! | [`namespace`] | the private mount namespace and the partition's binds in it |
+//! | `read_only_view` | every mount outside the write set, read-only in the namespace |
+//! | [`world`] | the session's own world: home layer, temp dirs, hidden sockets |
+//! | [`network`] | the session's own network namespace and its listeners |
+//! | [`fd_passing`] | the one `SCM_RIGHTS` sender and receiver |
+//! | `mount_calls` | the raw calls on mounts and names |
+//! | `landlock` | the Landlock rules and the ruleset |
+//! | [`seccomp`] | the session's seccomp filter |
+//! | [`capabilities`] | what a root session gives up |
+//! | [`report`] | what was enforced |
+//! | `error` | the refusals ([`SealError`]) |
+//! | [`sys`] | the seam to the kernel ([`SealSys`]) and its recording double |
+//! | `test_hooks` | the process-level tests' answers of that seam (test builds only) |
 
 mod abi;
 pub mod aliases;
