@@ -34,12 +34,12 @@ pub fn policy_socket(paths: &Paths) -> Option<std::path::PathBuf> {
 
 /// Records a refusal by `tool` (`entrypoint`, `provider`) at `entry` (`start`, `wrapper`):
 /// the code, the detail as `path`, the command line as `target`. PID 1 keeps its own through
-/// its writer (`kept`); the provider wrapper, inside the session, sends to that writer's
-/// socket. Without a readable policy there is no log to write to; a record that cannot be
-/// written is said on stderr (the refusal stands either way).
+/// its writer (`keep`: `Kept::keep_refusal` of `crate::kept`); the provider wrapper, inside the
+/// session, sends to that writer's socket. Without a readable policy there is no log to write
+/// to; a record that cannot be written is said on stderr (the refusal stands either way).
 pub fn record_refusal(
     paths: &Paths,
-    kept: Option<crate::kept::Kept>,
+    keep: Option<impl FnOnce(&[u8])>,
     tool: &str,
     entry: &str,
     code: &str,
@@ -63,10 +63,10 @@ pub fn record_refusal(
         detail.as_bytes(),
         &target,
     );
-    if let Some(kept) = kept {
+    if let Some(keep) = keep {
         let mut buf = [0u8; execguard_policy::audit::RECORD_MAX];
         let n = execguard_policy::audit::format_record(&record, &mut buf);
-        kept.keep_refusal(&buf[..n]);
+        keep(&buf[..n]);
         return;
     }
     // A policy with a writer: the log is the writer's alone (a start refused before the

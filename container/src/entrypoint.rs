@@ -113,7 +113,7 @@ fn refuse_audited(
     let code = refuse(r);
     crate::audit::record_refusal(
         paths,
-        kept,
+        kept.map(|k| move |record: &[u8]| k.keep_refusal(record)),
         "entrypoint",
         "start",
         r.code(),

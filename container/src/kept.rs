@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use execguard_audit::key::StateDir;
 use execguard_audit::writer::{Session, Writer};
 
-use crate::entrypoint::Refusal;
 use crate::paths::Paths;
+use execguard_wrappers::Refusal;
 
 const NAME: &str = "execguard-entrypoint";
 

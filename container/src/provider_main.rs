@@ -119,7 +119,7 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
             let detail = detail.split_once(": ").map_or(&detail[..], |(_, d)| d);
             crate::audit::record_refusal(
                 paths,
-                None,
+                None::<fn(&[u8])>,
                 "provider",
                 "wrapper",
                 e.code(),
