@@ -1249,6 +1249,10 @@ echo planted"#;
             !ws.0.join("venv/m.so").exists() && ws.0.join("venv/m.so.execguard-off").exists(),
             "{profile}: the shared object is still loadable by its name"
         );
+        // The record PID 1 (root) wrote is the workspace owner's: the operator can remove it.
+        use std::os::unix::fs::MetadataExt;
+        let record = std::fs::metadata(ws.0.join(".execguard-quarantine/native-files")).unwrap();
+        assert_eq!(record.uid(), session_user().0, "{profile}");
         // Strict refuses to run it (`mutable_native`): only development prints `ran`.
         let next = profile_sh(
             &ws,

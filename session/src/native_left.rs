@@ -177,20 +177,30 @@ pub fn record(workspace: &Path, disarmed: &[Disarmed]) {
         return;
     }
     let dir = workspace.join(".execguard-quarantine");
-    if std::fs::symlink_metadata(&dir).is_err() {
-        let _ = std::fs::create_dir(&dir);
+    // Made by a root supervisor (the image's PID 1), the record is the workspace owner's: the
+    // operator can remove the workspace.
+    let owner = std::fs::symlink_metadata(workspace)
+        .ok()
+        .map(|m| (m.uid(), m.gid()));
+    if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir(&dir).is_ok() {
+        if let Some((u, g)) = owner {
+            let _ = std::os::unix::fs::lchown(&dir, Some(u), Some(g));
+        }
     }
     let written = std::fs::symlink_metadata(&dir).and_then(|m| {
         if !m.is_dir() {
             return Err(std::io::Error::other("not a directory"));
         }
-        std::fs::OpenOptions::new()
+        let mut f = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o644)
             .custom_flags(libc::O_NOFOLLOW)
-            .open(workspace.join(RECORD))?
-            .write_all(lines.as_bytes())
+            .open(workspace.join(RECORD))?;
+        if let Some((u, g)) = owner {
+            let _ = std::os::unix::fs::fchown(&f, Some(u), Some(g));
+        }
+        f.write_all(lines.as_bytes())
     });
     if let Err(e) = written {
         eprintln!(
