@@ -435,3 +435,42 @@ fn a_full_disk_refuses_the_start_and_loses_no_record_silently() {
         assert_eq!(v.status.code(), Some(0), "{label}: {}", text(&v.stderr));
     }
 }
+
+/// Breakglass has no seal: the kept log is in the session's reach, which it is told once, and
+/// a cut it makes is found by `verify` at its line (the weaker mode, spelled differently).
+#[test]
+fn breakglass_says_the_kept_audit_is_in_reach_and_verify_finds_a_cut() {
+    for who in identities() {
+        let label = who.label();
+        let s = Session::new(&who, "breakglass");
+        let first = s.run(&who, &["--profile", "breakglass"], "true");
+        assert_eq!(
+            first.status.code(),
+            Some(0),
+            "{label}: {}",
+            text(&first.stderr)
+        );
+        assert_eq!(s.verify(&s.log()).status.code(), Some(0), "{label}");
+        let out = s.run(
+            &who,
+            &["--profile", "breakglass"],
+            "L=$HOME/.local/state/execguard/audit.jsonl; tail -n 1 \"$L\" > \"$L.x\" && cat \"$L.x\" > \"$L\" && echo CUT",
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(stdout.contains("CUT"), "{label}: {stdout}\n{stderr}");
+        assert_eq!(
+            stderr
+                .matches("can reach the kept audit's log and key")
+                .count(),
+            1,
+            "{label}: said once\n{stderr}"
+        );
+        let v = s.verify(&s.log());
+        assert_eq!(v.status.code(), Some(1), "{label}: {}", text(&v.stderr));
+        assert!(
+            text(&v.stderr).contains(" line 1: "),
+            "{label}: {}",
+            text(&v.stderr)
+        );
+    }
+}

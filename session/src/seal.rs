@@ -142,6 +142,11 @@ pub fn seal_host(
         if verbose {
             eprintln!("execguard: assurance: {why}");
         }
+        if policy.audit_socket().is_some() {
+            // The writer still keeps every record, but nothing keeps the session from the
+            // log and the key: said once, as every reduction is.
+            eprintln!("execguard: notice: {why}: without the seal the session can reach the kept audit's log and key; `execguard audit verify` shows a cut or an edit, not a log rewritten whole with the key (docs/audit.md)");
+        }
         return Ok(Held {
             sealed: false,
             assurance: why.into(),
