@@ -28,7 +28,7 @@ use crate::provider::check_provider_args;
 use crate::session::Mutability;
 use crate::state::{load_state, Assurance, RuntimeState};
 use crate::sys;
-use crate::{EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_REFUSED};
+use crate::EXIT_REFUSED;
 
 const NAME: &str = "execguard-provider";
 
@@ -156,11 +156,7 @@ pub fn run(paths: &Paths, args: &[OsString], env: &[(OsString, OsString)], today
         .envs(child_env)
         .exec();
     eprintln!("{NAME}: failed to exec {}: {err}", program.display());
-    if err.kind() == std::io::ErrorKind::NotFound {
-        EXIT_NOT_FOUND
-    } else {
-        EXIT_CANNOT_EXECUTE
-    }
+    execguard_session::reaper::spawn_failure_code(&err)
 }
 
 #[cfg(test)]
