@@ -803,6 +803,10 @@ printf 'int main(void) {{ return 7; }}\n' > hello.c
 printf 'hello: hello.c\n\tcc -O0 -o hello hello.c\n' > Makefile
 r make make
 ./hello >/tmp/out 2>/tmp/err; echo "elf.rc=$?"; echo "elf.err=$(tr '\n' ' ' </tmp/err)"
+cp hello /tmp/hello && /tmp/hello >/tmp/out 2>/tmp/err; echo "tmp.rc=$?"; echo "tmp.err=$(tr '\n' ' ' </tmp/err)"
+cp hello /state/hello && /state/hello >/tmp/out 2>/tmp/err; echo "state.rc=$?"; echo "state.err=$(tr '\n' ' ' </tmp/err)"
+env ./hello >/tmp/out 2>/tmp/err; echo "env.rc=$?"; echo "env.err=$(tr '\n' ' ' </tmp/err)"
+echo "goflags=${{GOFLAGS-}}"
 cd /workspace
 printf '#!/bin/sh\necho "$1" | tr a-z A-Z\n' > up.sh && chmod +x up.sh
 echo "sh.pipe=$(./up.sh shell | sed 's/S/s/')"
@@ -870,6 +874,18 @@ fn ordinary_work_runs_under_strict_and_the_program_it_compiled_does_not() {
     }
     assert_eq!(field(&out, "doctor.profile"), "strict", "{out}");
     assert_eq!(field(&out, "state.profile"), "strict", "{out}");
+    // As in `execguard run`'s strict sessions: `go test` and `go run` start what they built
+    // through /usr/bin/env (GOFLAGS), whose exec the guard decides and says (the image has no
+    // Go toolchain; `env ./hello` is that exec).
+    assert_eq!(field(&out, "goflags"), "-exec=/usr/bin/env", "{out}");
+    assert_eq!(field(&out, "env.rc"), "126", "{out}");
+    assert!(
+        field(&out, "env.err").contains("execguard: denied mutable_native: /workspace/c/hello -- native code written in this session does not run under strict; to run what the workspace builds, start the session with `execguard run --profile development`"),
+        "{out}"
+    );
+    for m in ["tmp", "state"] {
+        assert_eq!(field(&out, &format!("{m}.rc")), "126", "{m}\n{out}");
+    }
 }
 
 /// One profile per session, applied by every layer: development lets the session run the
@@ -891,14 +907,27 @@ fn development_really_allows_a_workspace_built_program() {
     let ws_opts = field(&out, "opts/workspace");
     assert!(!ws_opts.split(',').any(|o| o == "noexec"), "{out}");
     assert!(ws_opts.split(',').any(|o| o == "nosuid"), "{out}");
-    for m in ["/tmp", "/state"] {
-        assert!(
-            field(&out, &format!("opts{m}"))
-                .split(',')
-                .any(|o| o == "noexec"),
-            "exec stays the workspace's alone: {m}\n{out}"
-        );
-    }
+    // The container's own /tmp runs what the session builds there (go test, go run, scratch
+    // programs), as `execguard run`'s development does; the rest of the write set stays noexec
+    // and a program written there is refused with the guard's line (the policy's
+    // `executable_roots`), not the kernel's bare EACCES.
+    assert!(
+        !field(&out, "opts/tmp").split(',').any(|o| o == "noexec"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "tmp.rc"), "7", "{out}");
+    assert!(
+        field(&out, "opts/state").split(',').any(|o| o == "noexec"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "state.rc"), "126", "{out}");
+    assert!(
+        field(&out, "state.err").contains(
+            "execguard: denied mutable_native: /state/hello -- this profile runs native code"
+        ),
+        "{out}"
+    );
+    assert_eq!(field(&out, "goflags"), "", "{out}");
 }
 
 /// `docker build` of a Dockerfile given as text (no context), tagged `tag`.

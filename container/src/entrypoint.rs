@@ -274,7 +274,10 @@ fn prepare(
     if mask_repo_config && start == Start::Root {
         mask_repo_config_files(paths)?;
     }
-    let child_env = provider_env(paths, &session, env, owner, user_name)?;
+    let mut child_env = provider_env(paths, &session, env, owner, user_name)?;
+    if sealed {
+        route_go_through_guard(paths, &mut child_env);
+    }
 
     let link = if arbitrary {
         None
@@ -443,7 +446,9 @@ fn harden_write_set(
     reductions: &mut Vec<Reduction>,
 ) -> Result<(), Refusal> {
     // noexec for the write set: the one kernel control for mappings (mmap PROT_EXEC) of files
-    // the session writes. Profiles that allow workspace-built programs keep exec there.
+    // the session writes. Profiles that allow workspace-built programs keep exec there and in
+    // the container's own /tmp (`go test`, `go run` and scratch builds run what they build
+    // there, as in `execguard run`'s development; it goes with the container).
     let strict = session.profile == execguard_policy::Profile::Strict;
     let roots: Vec<PathBuf> = seal_roots(paths)
         .into_iter()
@@ -452,7 +457,7 @@ fn harden_write_set(
     let exec_allowed: Vec<PathBuf> = if strict {
         Vec::new()
     } else {
-        vec![paths.workspace.clone()]
+        vec![paths.workspace.clone(), paths.root.join("tmp")]
     };
     let hardened = if start == Start::Root {
         crate::noexec::harden(&roots, &exec_allowed).err()
@@ -599,6 +604,18 @@ fn provider_env(
     child_env.push(("USER".into(), user_name.clone().into()));
     child_env.push(("LOGNAME".into(), user_name.into()));
     Ok(child_env)
+}
+
+/// A strict sealed session's `go test` and `go run` start what they built through
+/// `/usr/bin/env`, as `execguard run`'s do ([`execguard_session::go_exec`]): the guard's line,
+/// with its way forward, instead of Go's bare "permission denied".
+fn route_go_through_guard(paths: &Paths, env: &mut Vec<(OsString, OsString)>) {
+    if let Ok(loaded) = execguard_load::load_from(&paths.etc.join("execguard/policy.toml"), None) {
+        let policy = loaded
+            .policy()
+            .with_profile(execguard_policy::Profile::Strict);
+        execguard_session::go_exec::route_through_guard(&policy, env);
+    }
 }
 
 /// PID 1 seals itself; the provider and everything it starts inherit the seal.

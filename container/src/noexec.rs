@@ -150,9 +150,9 @@ pub(crate) fn mount_call(
     }
 }
 
-/// Adds `nosuid,nodev` (and `noexec` unless the root is in `exec_allowed`) to every writable
-/// write-set mount that lacks them; a root that is not a mount of its own is bind-mounted onto
-/// itself first, so only it changes. Needs `CAP_SYS_ADMIN`; returns the first failure (the
+/// Adds `nosuid,nodev` (and `noexec`, which a root in `exec_allowed` loses instead) to every
+/// writable write-set mount that lacks them; a root that is not a mount of its own is
+/// bind-mounted onto itself first, so only it changes. Needs `CAP_SYS_ADMIN`; returns the first failure (the
 /// verification then reports what the kernel has).
 pub fn harden(roots: &[PathBuf], exec_allowed: &[PathBuf]) -> std::io::Result<()> {
     for root in roots {
@@ -162,8 +162,14 @@ pub fn harden(roots: &[PathBuf], exec_allowed: &[PathBuf]) -> std::io::Result<()
             continue;
         }
         let holder = containing(&mounts, root);
-        let wanted =
-            libc::MS_NOSUID | libc::MS_NODEV | if allow_exec { 0 } else { libc::MS_NOEXEC };
+        // An exec-allowed root (development's workspace and /tmp) loses a `noexec` the
+        // runtime gave it (docker's --tmpfs), so its programs run.
+        let (wanted, unwanted) = if allow_exec {
+            (libc::MS_NOSUID | libc::MS_NODEV, libc::MS_NOEXEC)
+        } else {
+            (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, 0)
+        };
+        let settled = |flags: libc::c_ulong| flags & wanted == wanted && flags & unwanted == 0;
         let mut targets: Vec<Mount> = mounts
             .iter()
             .filter(|m| m.mount_point.starts_with(root) && m.mount_point != *root)
@@ -171,7 +177,7 @@ pub fn harden(roots: &[PathBuf], exec_allowed: &[PathBuf]) -> std::io::Result<()
             .collect();
         let needs = match holder {
             None => true,
-            Some(h) => h.writable() && mount_flags(h)? & wanted != wanted,
+            Some(h) => h.writable() && !settled(mount_flags(h)?),
         };
         if needs {
             if let Some(holder) = holder.filter(|h| h.mount_point == *root) {
@@ -190,10 +196,10 @@ pub fn harden(roots: &[PathBuf], exec_allowed: &[PathBuf]) -> std::io::Result<()
                 continue;
             }
             let kept = mount_flags(&m)?;
-            if kept & wanted == wanted {
+            if settled(kept) {
                 continue;
             }
-            let flags = libc::MS_REMOUNT | libc::MS_BIND | kept | wanted;
+            let flags = libc::MS_REMOUNT | libc::MS_BIND | (kept & !unwanted) | wanted;
             mount_call(Path::new("none"), &m.mount_point, flags)?;
         }
     }
