@@ -92,6 +92,7 @@ fn native_sweep(c: &mut Criterion) {
     };
     let sweep = |since: i64| execguard_session::privileges::Sweep {
         since,
+        started: (since, 0),
         ..execguard_session::privileges::Sweep::starting_now(
             (vec![ws.clone()], vec![]),
             Some(ws.clone()),

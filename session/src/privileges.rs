@@ -19,6 +19,10 @@ pub struct Sweep {
     pub skip: Vec<PathBuf>,
     /// The session's start: files changed since (their status change time) are swept.
     pub since: i64,
+    /// The session's start by the kernel's coarse clock, which file times follow: a native
+    /// file is disarmed only when changed since (to the nanosecond where the file system
+    /// keeps them: one the operator made a moment before the start is not the session's).
+    pub started: (i64, i64),
     /// The workspace, where the native files disarmed are recorded for the next session.
     pub workspace: Option<PathBuf>,
     pub audit_log: Option<PathBuf>,
@@ -37,6 +41,13 @@ impl Sweep {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         // A second's slack: ctime has the file system's resolution.
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        // After the clock: what it puts back is changed after the start, disarmed again.
         if let Some(ws) = &workspace {
             crate::native_left::rearm(ws, &roots, &skip);
         }
@@ -44,6 +55,7 @@ impl Sweep {
             roots,
             skip,
             since: since - 1,
+            started: (ts.tv_sec, ts.tv_nsec),
             workspace,
             audit_log,
         }
@@ -167,8 +179,16 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, out: &mut Swept) {
     }
     let special = m.mode() & (libc::S_ISUID | libc::S_ISGID) != 0;
     let caps = has_capabilities(path);
+    // A file system without nanoseconds: the second's slack, as above.
+    let written = if m.ctime_nsec() == 0 {
+        m.ctime() >= sweep.since
+    } else {
+        (m.ctime(), m.ctime_nsec()) >= sweep.started
+    };
     if !special && !caps {
-        out.disarmed.extend(crate::native_left::disarm(path, &m));
+        if written {
+            out.disarmed.extend(crate::native_left::disarm(path, &m));
+        }
         return;
     }
     if special {
@@ -181,7 +201,7 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, out: &mut Swept) {
         remove_capabilities(path);
     }
     out.cleared.push(path.to_path_buf());
-    if let Ok(m) = std::fs::symlink_metadata(path) {
+    if let Some(m) = std::fs::symlink_metadata(path).ok().filter(|_| written) {
         out.disarmed.extend(crate::native_left::disarm(path, &m));
     }
 }
