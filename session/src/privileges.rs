@@ -23,6 +23,12 @@ pub struct Sweep {
     /// file is disarmed only when changed since (to the nanosecond where the file system
     /// keeps them: one the operator made a moment before the start is not the session's).
     pub started: (i64, i64),
+    /// The machine's temp dirs (canonical). Shared (`--allow-shared-temp`), one is written
+    /// by every process of the machine: a native file changed there during the session is not
+    /// the session's alone (another session's build, the operator's, another user's), so a
+    /// root that is one is swept for privileges but none of its native files is disarmed (a
+    /// workspace beneath one is a root of its own).
+    pub shared_temp: Vec<PathBuf>,
     /// The workspace, where the native files disarmed are recorded for the next session.
     pub workspace: Option<PathBuf>,
     pub audit_log: Option<PathBuf>,
@@ -54,6 +60,10 @@ impl Sweep {
         Sweep {
             roots,
             skip,
+            shared_temp: crate::world::machine_temp_dirs()
+                .into_iter()
+                .filter_map(|(p, _)| crate::paths::canonical(&p).ok())
+                .collect(),
             since: since - 1,
             started: (ts.tv_sec, ts.tv_nsec),
             workspace,
@@ -67,7 +77,8 @@ impl Sweep {
         let mut out = Swept::default();
         for root in &self.roots {
             if let Ok(m) = std::fs::symlink_metadata(root) {
-                walk(root, m.dev(), self, &mut out);
+                let disarm = !self.shared_temp.contains(root);
+                walk(root, m.dev(), self, disarm, &mut out);
             }
         }
         out.cleared.dedup();
@@ -157,7 +168,7 @@ pub fn lasting_roots(
 /// `security.capability`: a file's capabilities.
 const CAPABILITY_XATTR: &std::ffi::CStr = c"security.capability";
 
-fn walk(path: &Path, dev: u64, sweep: &Sweep, out: &mut Swept) {
+fn walk(path: &Path, dev: u64, sweep: &Sweep, disarm: bool, out: &mut Swept) {
     let Ok(m) = std::fs::symlink_metadata(path) else {
         return;
     };
@@ -170,7 +181,7 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, out: &mut Swept) {
             return;
         }
         for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
-            walk(&e.path(), dev, sweep, out);
+            walk(&e.path(), dev, sweep, disarm, out);
         }
         return;
     }
@@ -180,11 +191,12 @@ fn walk(path: &Path, dev: u64, sweep: &Sweep, out: &mut Swept) {
     let special = m.mode() & (libc::S_ISUID | libc::S_ISGID) != 0;
     let caps = has_capabilities(path);
     // A file system without nanoseconds: the second's slack, as above.
-    let written = if m.ctime_nsec() == 0 {
-        m.ctime() >= sweep.since
-    } else {
-        (m.ctime(), m.ctime_nsec()) >= sweep.started
-    };
+    let written = disarm
+        && if m.ctime_nsec() == 0 {
+            m.ctime() >= sweep.since
+        } else {
+            (m.ctime(), m.ctime_nsec()) >= sweep.started
+        };
     if !special && !caps {
         if written {
             out.disarmed.extend(crate::native_left::disarm(path, &m));
@@ -301,5 +313,35 @@ mod tests {
             later.run().cleared.is_empty(),
             "a file older than the session is not its"
         );
+    }
+
+    #[test]
+    fn a_shared_temp_dir_is_swept_for_privileges_but_its_native_files_keep_their_bits() {
+        let d = crate::test_dirs::tmp("privileges-shared-temp");
+        let ws = d.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let sweep = Sweep::starting_now((vec![d.clone(), ws.clone()], vec![]), None, None);
+        // Another process's program, made in the shared dir during the session.
+        let theirs = d.join("their-program");
+        std::fs::copy("/bin/true", &theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        // The session's, in its workspace beneath it.
+        let ours = ws.join("payload");
+        std::fs::copy("/bin/true", &ours).unwrap();
+        let shared = Sweep {
+            shared_temp: vec![d.clone()],
+            ..sweep
+        };
+        let out = shared.run();
+        assert_eq!(
+            out.cleared,
+            vec![theirs.clone()],
+            "privileges go everywhere"
+        );
+        let disarmed: Vec<&Path> = out.disarmed.iter().map(|x| x.path.as_path()).collect();
+        assert_eq!(disarmed, vec![ours.as_path()], "only the workspace's");
+        let mode = std::fs::metadata(&theirs).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "its setuid bit cleared, its execute bits kept");
+        assert_eq!(std::fs::metadata(&ours).unwrap().mode() & 0o111, 0);
     }
 }

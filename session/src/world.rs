@@ -96,22 +96,29 @@ fn store_hidden(store: &Path) -> bool {
 /// code (`development`, `build`: [`WorldChoice::temp_exec`]).
 pub const EXEC_TEMP: [&str; 2] = ["/tmp", "/var/tmp"];
 
+/// The machine's temp and runtime dirs, with their modes: what a session gets fresh, and,
+/// shared (`--allow-shared-temp`), what every process writes in.
+pub fn machine_temp_dirs() -> [(PathBuf, u32); 4] {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    [
+        (PathBuf::from(EXEC_TEMP[0]), 0o1777),
+        (PathBuf::from(EXEC_TEMP[1]), 0o1777),
+        (PathBuf::from("/dev/shm"), 0o1777),
+        (PathBuf::from(format!("/run/user/{uid}")), 0o700),
+    ]
+}
+
 /// The temp and runtime dirs a session gets fresh: those that exist, by canonical name.
 /// [`EXEC_TEMP`] run what the session builds there when `exec` says so.
 fn temp_dirs(exec: LayerExec) -> Vec<TempDir> {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
     let mut out: Vec<TempDir> = Vec::new();
-    for (p, mode, exec) in [
-        (PathBuf::from(EXEC_TEMP[0]), 0o1777, exec),
-        (PathBuf::from(EXEC_TEMP[1]), 0o1777, exec),
-        (PathBuf::from("/dev/shm"), 0o1777, LayerExec::Noexec),
-        (
-            PathBuf::from(format!("/run/user/{uid}")),
-            0o700,
-            LayerExec::Noexec,
-        ),
-    ] {
+    for (p, mode) in machine_temp_dirs() {
+        let exec = if EXEC_TEMP.iter().any(|t| p == Path::new(t)) {
+            exec
+        } else {
+            LayerExec::Noexec
+        };
         if let Ok(c) = crate::paths::canonical(&p) {
             if c.is_dir() && !out.iter().any(|t| t.path == c) {
                 out.push(TempDir {
