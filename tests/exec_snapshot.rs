@@ -173,7 +173,7 @@ fn a_sealed_process_asks_nothing_the_snapshot_answers() {
         assert!(
             parsed
                 .runtimes()
-                .all(|rt| rt.path_id.is_some() && rt.wrapper_id.is_some()),
+                .all(|rt| rt.path_id().is_some() && rt.wrapper_id().is_some()),
             "{}: the session's policy carries every runtime's identities:\n{policy}",
             who.label()
         );

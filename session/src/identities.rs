@@ -69,12 +69,12 @@ mod tests {
         let policy = Policy::parse(out.as_bytes()).unwrap();
         let rts: Vec<_> = policy.runtimes().collect();
         let sh = std::fs::metadata("/bin/sh").unwrap();
-        let id = rts[0].path_id.unwrap();
+        let id = rts[0].path_id().unwrap();
         assert_eq!((id.dev, id.ino, id.dir), (sh.dev(), sh.ino(), false));
-        assert!(rts[0].wrapper_id.is_some());
-        assert_eq!(rts[1].path_id, None, "a missing file carries nothing");
+        assert!(rts[0].wrapper_id().is_some());
+        assert_eq!(rts[1].path_id(), None, "a missing file carries nothing");
         assert!(
-            rts[1].wrapper_id.unwrap().dir,
+            rts[1].wrapper_id().unwrap().dir,
             "a directory is marked as one"
         );
     }

@@ -94,9 +94,23 @@ pub struct Runtime<'a> {
     pub name: &'a [u8],
     pub path: &'a [u8],
     pub wrapper: &'a [u8],
-    /// The identities the session learned at start (`path_id`, `wrapper_id`), when carried.
-    pub path_id: Option<FileId>,
-    pub wrapper_id: Option<FileId>,
+    /// The identities the session learned at start, as the policy spells them (empty when
+    /// not carried): parsed only by [`Self::path_id`] and [`Self::wrapper_id`], since the exec
+    /// path lists the runtimes several times in every decision and needs them only once.
+    path_id: &'a [u8],
+    wrapper_id: &'a [u8],
+}
+
+impl Runtime<'_> {
+    /// The identity of `path` the session learned at start (`path_id`), when carried.
+    pub fn path_id(&self) -> Option<FileId> {
+        FileId::parse(self.path_id)
+    }
+
+    /// The identity of `wrapper` the session learned at start (`wrapper_id`), when carried.
+    pub fn wrapper_id(&self) -> Option<FileId> {
+        FileId::parse(self.wrapper_id)
+    }
 }
 
 /// A file's identity as a policy carries it: `"DEV:INO"`, or `"DEV:INO/"` for a directory.
@@ -345,18 +359,20 @@ impl<'a> Cursor<'a> {
         }
         self.pos += 1;
         let start = self.pos;
-        loop {
-            match self.peek() {
-                None | Some(b'\n') | Some(b'\r') => return Err(self.syntax("unterminated string")),
-                Some(b'\\') if quote == b'"' => {
-                    return Err(self.syntax("escapes are not supported"))
-                }
-                Some(c) if c == quote => break,
-                Some(c) if c < 0x20 && c != b'\t' || c == 0x7f => {
-                    return Err(self.syntax("control character in string"))
-                }
-                Some(_) => self.pos += 1,
-            }
+        // One pass to the first byte that is not plain string text (every process parses its
+        // policy, a session's 1.6 KB, before its first exec).
+        // A backslash escapes only in a basic ("...") string; in a literal one it is text.
+        let escape = if quote == b'"' { b'\\' } else { quote };
+        let special = |c: u8| c == quote || c == escape || (c < 0x20 && c != b'\t') || c == 0x7f;
+        self.pos += self.text[start..]
+            .iter()
+            .position(|&c| special(c))
+            .unwrap_or(self.text.len() - start);
+        match self.peek() {
+            Some(c) if c == quote => {}
+            None | Some(b'\n') | Some(b'\r') => return Err(self.syntax("unterminated string")),
+            Some(b'\\') => return Err(self.syntax("escapes are not supported")),
+            Some(_) => return Err(self.syntax("control character in string")),
         }
         let span = Span {
             start: start as u16,
@@ -827,8 +843,8 @@ impl<'a> Policy<'a> {
                 name: self.get(r[0]),
                 path: self.get(r[1]),
                 wrapper: self.get(r[2]),
-                path_id: FileId::parse(self.get(r[3])),
-                wrapper_id: FileId::parse(self.get(r[4])),
+                path_id: self.get(r[3]),
+                wrapper_id: self.get(r[4]),
             })
     }
 
@@ -919,7 +935,7 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
         let policy = Policy::parse(ok.as_bytes()).unwrap();
         let rt = policy.runtimes().next().unwrap();
         assert_eq!(
-            rt.path_id,
+            rt.path_id(),
             Some(FileId {
                 dev: 2049,
                 ino: u64::MAX,
@@ -927,7 +943,7 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
             })
         );
         assert_eq!(
-            rt.wrapper_id,
+            rt.wrapper_id(),
             Some(FileId {
                 dev: 7,
                 ino: 1,
@@ -940,7 +956,7 @@ wrapper = "/usr/libexec/execguard/bin/execguard-node"
                 .runtimes()
                 .next()
                 .unwrap()
-                .path_id,
+                .path_id(),
             None
         );
         for bad in [

@@ -49,16 +49,19 @@ impl RuntimeIds {
     /// its wrapper is no longer recognised: refused, never let through.
     pub fn resolve<S: Sys>(sys: &mut S, policy: &Policy<'_>) -> Self {
         let mut ids = Self::NONE;
-        let carried = |id: Option<FileId>, path: &[u8]| {
-            id.filter(|_| policy.seal() && !policy.in_write_set(path))
-        };
+        // A path met before (one wrapper for every copy of git) takes what its first entry
+        // found, before its carried identity is parsed and its place in the write set asked.
+        let mut learn =
+            |ids: &Self, i: usize, path: &[u8], carried: &dyn Fn() -> Option<FileId>| {
+                ids.asked_before(policy, i, path).unwrap_or_else(|| {
+                    carried()
+                        .filter(|_| policy.seal() && !policy.in_write_set(path))
+                        .or_else(|| sys.stat(path).ok().map(FileId::of))
+                })
+            };
         for (i, rt) in policy.runtimes().enumerate() {
-            let runtime = carried(rt.path_id, rt.path).map(Some);
-            let runtime = runtime.or_else(|| ids.asked_before(policy, i, rt.path));
-            ids.runtime[i] = runtime.unwrap_or_else(|| sys.stat(rt.path).ok().map(FileId::of));
-            let wrapper = carried(rt.wrapper_id, rt.wrapper).map(Some);
-            let wrapper = wrapper.or_else(|| ids.asked_before(policy, i, rt.wrapper));
-            ids.wrapper[i] = wrapper.unwrap_or_else(|| sys.stat(rt.wrapper).ok().map(FileId::of));
+            ids.runtime[i] = learn(&ids, i, rt.path, &|| rt.path_id());
+            ids.wrapper[i] = learn(&ids, i, rt.wrapper, &|| rt.wrapper_id());
             ids.n = i + 1;
         }
         ids
