@@ -727,6 +727,20 @@ fn native_files_the_session_left_do_not_run_outside_and_come_back_for_the_next_s
         };
         outside(c);
         c.assert_nothing_ran("./target/debug/app or python3 -c 'import orjson'", &err);
+        // Each one is in the kept audit, listed by `execguard audit`.
+        let audit = c
+            .as_operator(env!("CARGO_BIN_EXE_execguard"), &c.ws)
+            .arg("audit")
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&audit.stdout);
+        assert!(
+            listed.contains("native files made not to run outside a session:")
+                && listed.contains(&format!("  {}", c.ws.join("target/debug/app").display())),
+            "[{}] {listed}{}",
+            c.label(),
+            String::from_utf8_lossy(&audit.stderr)
+        );
         // The next session in this workspace: both as they were; development runs them.
         let ran = c.ws.join("ran-inside");
         let again = format!(
