@@ -236,6 +236,19 @@ fn mount_point(path: &Path, file: bool) -> Result<(), SealError> {
         std::fs::create_dir_all(parent).map_err(|e| world_err("mkdir", parent, e))?;
     }
     let made = if file {
+        // What stands there already is the mount point: a socket (the kept audit's, seen
+        // through the home layer) cannot be opened (ENXIO), nor a FIFO without blocking.
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(world_err(
+                    "make the mount point",
+                    path,
+                    std::io::Error::other("a link stands there (a mount would follow it)"),
+                ))
+            }
+            Ok(m) if !m.is_dir() => return Ok(()),
+            _ => {}
+        }
         std::fs::OpenOptions::new()
             .write(true)
             .create(true)
