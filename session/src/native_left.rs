@@ -227,11 +227,7 @@ pub fn rearm(workspace: &Path, roots: &[PathBuf], skip: &[PathBuf]) -> Vec<PathB
         let swept_again = at
             .parent()
             .and_then(|p| std::fs::canonicalize(p).ok())
-            .is_some_and(|p| {
-                roots.iter().any(|r| p.starts_with(r))
-                    && !skip.iter().any(|s| p.starts_with(s))
-                    && Some(p.as_path()) == at.parent()
-            });
+            .is_some_and(|p| Some(p.as_path()) == at.parent() && swept_from(&p, roots, skip));
         let Ok(m) = std::fs::symlink_metadata(&at) else {
             continue;
         };
@@ -248,6 +244,15 @@ pub fn rearm(workspace: &Path, roots: &[PathBuf], skip: &[PathBuf]) -> Vec<PathB
         back.push(d.path);
     }
     back
+}
+
+/// Does the end's sweep reach `dir`: beneath a root, with no skipped directory between the
+/// two (the walk starts at each root and leaves out only what is skipped beneath it, so a
+/// workspace kept real under a home the layer covers is swept, though the home is skipped).
+fn swept_from(dir: &Path, roots: &[PathBuf], skip: &[PathBuf]) -> bool {
+    roots
+        .iter()
+        .any(|r| dir.starts_with(r) && !skip.iter().any(|s| s.starts_with(r) && dir.starts_with(s)))
 }
 
 fn read_nofollow(p: &Path) -> std::io::Result<String> {
@@ -338,6 +343,16 @@ mod tests {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(rearm(&d, &roots, &[]).is_empty());
         assert_eq!(mode(&exe), 0o600);
+        // A workspace kept real beneath a skipped home (the home layer covers it) is swept
+        // from its own root: put back; a skipped directory beneath the root is not.
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let again = disarm(&exe, &std::fs::symlink_metadata(&exe).unwrap()).unwrap();
+        record(&d, &[again.clone()]);
+        let home = d.parent().unwrap().to_path_buf();
+        assert_eq!(rearm(&d, &roots, &[home]), vec![exe.clone()]);
+        let again = disarm(&exe, &std::fs::symlink_metadata(&exe).unwrap()).unwrap();
+        record(&d, &[again]);
+        assert!(rearm(&d, &roots, &[d.clone()]).is_empty());
         // A forged line with `..` or a relative path is refused.
         assert!(parse(&format!("0 755 1 2 3 4 5 {}", hex(b"/w/../x"))).is_none());
         assert!(parse(&format!("0 755 1 2 3 4 5 {}", hex(b"x"))).is_none());
