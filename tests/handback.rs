@@ -799,5 +799,27 @@ fn a_cargo_build_with_build_rs_stays_fresh_across_development_sessions() {
             "[{}] {err2}",
             c.label()
         );
+        // The same with the workspace in the home (the usual place), which the session's
+        // home layer covers while the workspace stays real: its files come back too.
+        let in_home = c.home.join("proj");
+        std::fs::create_dir_all(in_home.join("src")).unwrap();
+        for (name, text) in support::CARGO_WITH_BUILD_RS {
+            std::fs::write(in_home.join(name), text).unwrap();
+        }
+        c.who.own(&c.base);
+        let first = c.session_in(&in_home, &[], build).output().unwrap();
+        assert!(
+            c.planted(&first).contains("Compiling bs"),
+            "[{}]",
+            c.label()
+        );
+        let second = c.session_in(&in_home, &[], build).output().unwrap();
+        let err2 = c.planted(&second);
+        assert!(
+            !err2.contains("Compiling bs")
+                && String::from_utf8_lossy(&second.stdout).contains("built by build.rs"),
+            "[{}] in the home: the second session did not find its build: {err2}",
+            c.label()
+        );
     }
 }
