@@ -347,12 +347,12 @@ mod tests {
         // from its own root: put back; a skipped directory beneath the root is not.
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let again = disarm(&exe, &std::fs::symlink_metadata(&exe).unwrap()).unwrap();
-        record(&d, &[again.clone()]);
+        record(&d, &[again]);
         let home = d.parent().unwrap().to_path_buf();
         assert_eq!(rearm(&d, &roots, &[home]), vec![exe.clone()]);
         let again = disarm(&exe, &std::fs::symlink_metadata(&exe).unwrap()).unwrap();
         record(&d, &[again]);
-        assert!(rearm(&d, &roots, &[d.clone()]).is_empty());
+        assert!(rearm(&d, &roots, std::slice::from_ref(&d)).is_empty());
         // A forged line with `..` or a relative path is refused.
         assert!(parse(&format!("0 755 1 2 3 4 5 {}", hex(b"/w/../x"))).is_none());
         assert!(parse(&format!("0 755 1 2 3 4 5 {}", hex(b"x"))).is_none());
