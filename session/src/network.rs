@@ -284,13 +284,45 @@ fn splice(a: TcpStream, b: TcpStream) {
         return;
     };
     let back = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut b2, &mut a2);
+        let _ = relay(&mut b2, &mut a2);
         let _ = a2.shutdown(Shutdown::Write);
     });
     let (mut a, mut b) = (a, b);
-    let _ = std::io::copy(&mut a, &mut b);
+    let _ = relay(&mut a, &mut b);
     let _ = b.shutdown(Shutdown::Write);
     let _ = back.join();
+}
+
+/// Copies `from` to `to` until `from` ends, acknowledging what arrives at once: a relay that
+/// only reads is a receiver that never answers, so the kernel delays its acknowledgement and a
+/// sender holding back its next segment until then (Nagle's algorithm) waited 40 ms per
+/// response (pip's request through the proxy took 85 ms instead of 25). `TCP_QUICKACK` is
+/// not sticky: it is set again after each read.
+fn relay(from: &mut TcpStream, to: &mut TcpStream) -> std::io::Result<()> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let one: libc::c_int = 1;
+        // SAFETY: `from` owns an open TCP socket for the call; the option value is a live
+        // c_int of the size passed.
+        unsafe {
+            libc::setsockopt(
+                from.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_QUICKACK,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        to.write_all(&buf[..n])?;
+    }
 }
 
 fn answer(s: &mut TcpStream, status: &str, text: &str) -> std::io::Result<()> {
